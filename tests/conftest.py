@@ -1,0 +1,75 @@
+"""Shared fixtures: a sample project, an isolated audit log, a toolkit per provider."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tinyagent_fs import FileTools
+from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.hooks import AutoApprovePolicy
+from tinyagent_fs.providers import LocalProvider
+
+PROVIDERS = ["local"]
+
+
+@pytest.fixture(autouse=True)
+def isolated_audit_dir(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """No test writes to the real per-user audit log."""
+    directory = tmp_path_factory.mktemp("audit")
+    monkeypatch.setenv("TINYAGENT_FS_AUDIT_DIR", str(directory))
+    return directory
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "docs").mkdir()
+    (root / "src" / "pkg" / "__init__.py").write_text("")
+    (root / "src" / "pkg" / "core.py").write_text(
+        "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    )
+    (root / "docs" / "guide.md").write_text("# Guide\n\nUse add() to add.\n")
+    (root / "README.md").write_text("# Sample\n")
+    (root / ".env").write_text("SECRET=1\n")
+    return root
+
+
+def make_provider(name: str, root: Path):
+    if name == "local":
+        return LocalProvider()
+    raise AssertionError(f"unknown provider {name}")
+
+
+@pytest.fixture(params=PROVIDERS)
+def provider_name(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+@pytest.fixture
+def audit(tmp_path: Path) -> AuditLog:
+    return AuditLog(tmp_path / "audit-log")
+
+
+@pytest.fixture
+async def fs(project: Path, provider_name: str, audit: AuditLog) -> AsyncIterator[FileTools]:
+    tools = FileTools(
+        project,
+        provider=make_provider(provider_name, project),
+        hooks=[AutoApprovePolicy()],
+        audit=audit,
+    )
+    yield tools
+    await tools.close()
+
+
+def audit_events(audit: AuditLog) -> list[dict]:
+    if not audit.path.exists():
+        return []
+    return [json.loads(line) for line in audit.path.read_text().splitlines()]

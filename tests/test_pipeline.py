@@ -1,0 +1,123 @@
+"""Pipeline guarantees: structured errors, no exceptions escape, an audit line per call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tinyagent_fs import FileTools, SandboxPolicy
+from tinyagent_fs.hooks import AutoApprovePolicy, DenyAllPolicy
+
+from .conftest import audit_events
+
+
+async def test_unknown_tool_is_a_structured_error(fs: FileTools) -> None:
+    result = await fs.call("format_disk", {})
+    assert result.error.code == "UNKNOWN_TOOL"
+    assert "read_file" in result.error.hint
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        ({}, "missing required argument(s) path"),
+        ({"path": 3}, "path must be string"),
+        ({"path": "a", "bogus": 1}, "unknown argument(s) bogus"),
+        ({"path": "a", "offset": -1}, "offset must be at least 0"),
+        ({"path": "a", "offset": True}, "offset must be integer"),
+        ("not an object", "arguments must be a JSON object"),
+    ],
+)
+async def test_bad_arguments_are_invalid_argument(fs: FileTools, args, fragment: str) -> None:
+    result = await fs.call("read_file", args)
+    assert result.error.code == "INVALID_ARGUMENT"
+    assert fragment in result.error.message
+
+
+async def test_a_crashing_hook_becomes_an_internal_error_not_an_exception(
+    project: Path, audit
+) -> None:
+    class Broken:
+        def before_tool_execution(self, call):
+            raise RuntimeError("boom")
+
+    fs = FileTools(project, hooks=[Broken()], audit=audit)
+    result = await fs.write_file("a.txt", "x")
+    assert result.error.code == "INTERNAL_ERROR"
+    assert "boom" in result.error.message
+    assert not (project / "a.txt").exists()
+
+
+async def test_every_call_is_audited_including_denied_and_failed(project: Path, audit) -> None:
+    fs = FileTools(project, hooks=[DenyAllPolicy()], audit=audit)
+    await fs.read_file("README.md")
+    await fs.read_file("missing.txt")
+    await fs.write_file("a.txt", "x")
+    await fs.read_file("../outside")
+    events = audit_events(audit)
+    assert [e["outcome"] for e in events] == ["ok", "error", "denied", "error"]
+    assert events[1]["error_code"] == "NOT_FOUND"
+    assert events[2]["decision"] == "deny" and events[2]["decided_by"] == "deny-all"
+    assert events[3]["security_violation"] is True
+    assert events[3]["error_code"] == "PATH_OUTSIDE_ROOT"
+
+
+async def test_audit_records_diff_lines_and_bytes_for_changes(project: Path, audit) -> None:
+    fs = FileTools(project, hooks=[AutoApprovePolicy()], audit=audit)
+    await fs.write_file("a.txt", "one\ntwo\n")
+    event = audit_events(audit)[-1]
+    assert event["lines_added"] == 2 and event["bytes_written"] == 8
+    assert event["paths"] == ["a.txt"]
+    assert event["abs_paths"] == [str(project.resolve() / "a.txt")]
+    assert "+one" in event["diff"]
+    assert event["arguments"]["path"] == "a.txt"
+
+
+async def test_audit_log_lives_outside_the_root_by_default(project: Path) -> None:
+    fs = FileTools(project, hooks=[AutoApprovePolicy()])
+    await fs.read_file("README.md")
+    assert not fs.audit.path.resolve().is_relative_to(project.resolve())
+    assert fs.audit.path.exists()
+
+
+async def test_request_budget_stops_a_runaway_loop(project: Path, audit) -> None:
+    fs = FileTools(
+        project,
+        policy=SandboxPolicy(max_requests_per_round=2),
+        hooks=[AutoApprovePolicy()],
+        audit=audit,
+    )
+    assert (await fs.read_file("README.md")).ok
+    assert (await fs.read_file("README.md")).ok
+    assert (await fs.read_file("README.md")).error.code == "RATE_LIMITED"
+    fs.new_round()
+    assert (await fs.read_file("README.md")).ok
+
+
+async def test_byte_budget_counts_bytes_read(project: Path, audit) -> None:
+    fs = FileTools(
+        project,
+        policy=SandboxPolicy(max_bytes_per_round=12),
+        hooks=[AutoApprovePolicy()],
+        audit=audit,
+    )
+    assert (await fs.read_file("README.md")).ok
+    assert (await fs.read_file("README.md")).error.code == "RATE_LIMITED"
+
+
+def test_schemas_exist_for_every_tool_in_every_format(project: Path, audit) -> None:
+    fs = FileTools(project, audit=audit)
+    for fmt in ("openai", "anthropic", "json"):
+        schemas = fs.tool_schemas(fmt)
+        assert len(schemas) == len(fs.tool_names())
+    openai = {s["function"]["name"]: s for s in fs.tool_schemas("openai")}
+    assert openai["edit_file"]["function"]["parameters"]["required"] == [
+        "path",
+        "old_string",
+        "new_string",
+    ]
+    anthropic = fs.tool_schemas("anthropic")
+    assert all(set(s) == {"name", "description", "input_schema"} for s in anthropic)
+    with pytest.raises(ValueError, match="unknown schema format"):
+        fs.tool_schemas("yaml")

@@ -1,0 +1,205 @@
+from __future__ import annotations
+
+import codecs
+import random
+import zlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.text import (
+    DecodedText,
+    decode_text,
+    detect_binary_type,
+    encode_text,
+    line_count,
+    split_lines,
+)
+
+ROUND_TRIPS = {
+    "utf-8": "héllo wörld ✓\nsecond line\n".encode(),
+    "utf-8 bom": codecs.BOM_UTF8 + "naïve\r\ncafé\r\n".encode(),
+    "utf-16-le bom": codecs.BOM_UTF16_LE + "line one ✓\r\nline two\r\n".encode("utf-16-le"),
+    "utf-16-be bom": codecs.BOM_UTF16_BE + "line one ✓\nline two".encode("utf-16-be"),
+    "utf-32-le bom": codecs.BOM_UTF32_LE + "wide 𝄞 text\n".encode("utf-32-le"),
+    "utf-16-le no bom": "plain ascii as utf-16\nand more\n".encode("utf-16-le"),
+    "latin-1": "Größe, façade, señor: naïve café.\n".encode("latin-1"),
+    "cp1252": "“Smart quotes” — and a euro € sign.\n".encode("cp1252"),
+    "shift_jis": "こんにちは、世界。日本語のテキストです。\r\n".encode("shift_jis"),
+    "crlf": b"a\r\nb\r\nc\r\n",
+    "mixed endings": b"unix\nwindows\r\nold mac\rend",
+    "no final newline": b"first\nlast",
+    "empty": b"",
+    "nul-free control chars": b"bell \x07 and escape \x1b[0m\n",
+}
+
+
+@pytest.mark.parametrize("data", ROUND_TRIPS.values(), ids=ROUND_TRIPS.keys())
+def test_accepted_text_round_trips_byte_for_byte(data: bytes) -> None:
+    decoded = decode_text(data)
+    assert encode_text(decoded.text, decoded) == data
+
+
+def test_utf8_bom_is_stripped_and_restored() -> None:
+    decoded = decode_text(codecs.BOM_UTF8 + b"x = 1\n")
+    expected = DecodedText(text="x = 1\n", encoding="utf-8", bom=codecs.BOM_UTF8, newline="\n")
+    assert decoded == expected
+
+
+def test_utf16_with_bom_is_decoded() -> None:
+    decoded = decode_text(codecs.BOM_UTF16_LE + "é\r\n".encode("utf-16-le"))
+    assert (decoded.text, decoded.encoding, decoded.bom) == ("é\r\n", "utf-16-le", b"\xff\xfe")
+    assert decoded.newline == "\r\n"
+
+
+def test_bomless_utf16_is_recognised_not_called_binary() -> None:
+    data = "hello\nworld\n".encode("utf-16-be")
+    assert detect_binary_type(data) is None
+    decoded = decode_text(data)
+    assert (decoded.text, decoded.encoding, decoded.bom) == ("hello\nworld\n", "utf-16-be", b"")
+
+
+def test_legacy_encodings_decode_to_the_right_characters() -> None:
+    for western in ("façade\n", "Größe, façade, señor.\n", "crème brûlée\n"):
+        decoded = decode_text(western.encode("latin-1"))
+        assert decoded.text == western
+        assert decoded.encoding in ("cp1252", "latin-1")
+    russian = "Привет, мир! Это обычный текст.\n"
+    assert decode_text(russian.encode("cp1251")).text == russian
+    japanese = "こんにちは、世界。日本語のテキストです。\n"
+    decoded = decode_text(japanese.encode("shift_jis"))
+    assert decoded.text == japanese
+    assert decoded.encoding in ("shift_jis", "cp932")
+
+
+def test_empty_bytes_are_empty_utf8() -> None:
+    assert decode_text(b"") == DecodedText(text="", encoding="utf-8", bom=b"", newline="\n")
+
+
+def test_line_endings_are_kept_and_the_dominant_one_reported() -> None:
+    decoded = decode_text(b"a\r\nb\r\nc\n")
+    assert decoded.text == "a\r\nb\r\nc\n"
+    assert decoded.newline == "\r\n"
+    assert decode_text(b"a\rb\rc").newline == "\r"
+    assert decode_text(b"no break").newline == "\n"
+    assert decode_text(b"tie\r\nfirst\nwins").newline == "\r\n"
+
+
+def test_edited_text_is_encoded_like_the_original() -> None:
+    decoded = decode_text(codecs.BOM_UTF16_BE + "old\r\n".encode("utf-16-be"))
+    assert encode_text("new\r\n", decoded) == codecs.BOM_UTF16_BE + "new\r\n".encode("utf-16-be")
+
+
+def test_unencodable_character_is_refused_with_its_position() -> None:
+    decoded = decode_text("façade\n".encode("latin-1"))
+    with pytest.raises(ToolError) as caught:
+        encode_text("façade\nsmile ☺ here\n", decoded)
+    error = caught.value
+    assert error.code is ErrorCode.INVALID_ARGUMENT
+    assert "U+263A" in error.message and "line 2, column 7" in error.message
+    assert decoded.encoding in error.message
+    assert error.details["line"] == 2
+
+
+def test_lone_surrogate_cannot_be_written_as_utf8() -> None:
+    with pytest.raises(ToolError) as caught:
+        encode_text("bad \ud800", decode_text(b""))
+    assert "U+D800" in caught.value.message
+
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01"
+BINARIES = {
+    "PNG image": PNG,
+    "JPEG image": b"\xff\xd8\xff\xe0\x00\x10JFIF\x00",
+    "GIF image": b"GIF89a\x01\x00\x01\x00",
+    "PDF document": b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\n",
+    "ELF executable": b"\x7fELF\x02\x01\x01\x00" + bytes(8),
+    "ZIP archive": b"PK\x03\x04\x14\x00\x00\x00\x08\x00",
+    "gzip archive": b"\x1f\x8b\x08\x00" + zlib.compress(b"x"),
+    "SQLite database": b"SQLite format 3\x00\x10\x00\x01\x01",
+    "WebP image": b"RIFF\x24\x00\x00\x00WEBPVP8 ",
+}
+
+
+@pytest.mark.parametrize(("kind", "data"), BINARIES.items(), ids=BINARIES.keys())
+def test_binary_formats_are_named(kind: str, data: bytes) -> None:
+    assert detect_binary_type(data) == kind
+    with pytest.raises(ToolError) as caught:
+        decode_text(data, "thing.bin")
+    assert caught.value.code is ErrorCode.NOT_TEXT
+    assert kind in caught.value.message
+    assert "'thing.bin'" in caught.value.message
+    assert caught.value.details["detected"] == kind
+
+
+def test_random_bytes_with_nuls_are_binary_data() -> None:
+    data = random.Random(7).randbytes(4096) + b"\x00\x00"
+    assert detect_binary_type(data) == "binary data"
+    with pytest.raises(ToolError) as caught:
+        decode_text(data)
+    assert "binary data" in caught.value.message
+
+
+def test_nul_bytes_make_even_valid_utf8_binary() -> None:
+    data = b"ab\x00\x01\x02\x03\x00cd\x00"
+    assert detect_binary_type(data, "module.pyc") == "Python bytecode"
+    with pytest.raises(ToolError):
+        decode_text(data)
+
+
+def test_undecodable_bytes_without_nuls_are_refused() -> None:
+    data = bytes(b for b in random.Random(3).randbytes(4096) if b)
+    with pytest.raises(ToolError) as caught:
+        decode_text(data)
+    assert caught.value.code is ErrorCode.NOT_TEXT
+
+
+def test_invalid_utf16_after_bom_is_refused() -> None:
+    with pytest.raises(ToolError) as caught:
+        decode_text(codecs.BOM_UTF16_LE + b"\x00\xd8")
+    assert "utf-16-le" in caught.value.message
+
+
+def test_plain_text_is_not_binary() -> None:
+    assert detect_binary_type(b"print('hello')\n") is None
+    assert detect_binary_type(b"let ftype = 1;\n") is None
+    assert detect_binary_type(b"") is None
+
+
+def test_split_lines_keeps_endings_and_only_splits_on_newlines() -> None:
+    text = "a\r\nb\nc\rd\x0ce\u2028f\x1cg\x0bh\x85i"
+    assert split_lines(text) == ["a\r\n", "b\n", "c\r", "d\x0ce\u2028f\x1cg\x0bh\x85i"]
+    assert split_lines("") == []
+    assert split_lines("x\n") == ["x\n"]
+    assert split_lines("\n\n") == ["\n", "\n"]
+    assert split_lines("\r\r\n") == ["\r", "\r\n"]
+
+
+def test_line_count_matches_split_lines() -> None:
+    for text in ("", "x", "x\n", "a\r\nb", "a\rb\r", "\n\n\r\n", "p\x0cq\u2028r"):
+        assert line_count(text) == len(split_lines(text)), text
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=80))
+def test_split_lines_rejoins_to_the_original(text: str) -> None:
+    lines = split_lines(text)
+    assert "".join(lines) == text
+    assert line_count(text) == len(lines)
+    for line in lines:
+        body = line.rstrip("\r\n")
+        assert "\n" not in body and "\r" not in body
+        assert line == body or line[len(body) :] in ("\n", "\r\n", "\r")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_any_bytes_are_refused_or_round_trip(data: bytes) -> None:
+    try:
+        decoded = decode_text(data)
+    except ToolError as error:
+        assert error.code is ErrorCode.NOT_TEXT
+        return
+    assert encode_text(decoded.text, decoded) == data

@@ -1,0 +1,150 @@
+"""write_file, edit_file, multi_edit: planned, reviewed, committed atomically."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tinyagent_fs import FileTools
+from tinyagent_fs.hooks import Decision
+
+
+async def test_write_file_creates_with_parents_and_reports_it(fs: FileTools, project: Path) -> None:
+    result = await fs.write_file("new/dir/a.txt", "hello\n")
+    assert result.ok
+    assert result.data["created"] is True and result.data["bytes"] == 6
+    assert (project / "new/dir/a.txt").read_text() == "hello\n"
+    assert result.text.startswith("Created new/dir/a.txt")
+
+
+async def test_write_file_without_create_dirs_refuses_missing_parent(fs: FileTools) -> None:
+    result = await fs.write_file("nodir/a.txt", "x", create_dirs=False)
+    assert result.error.code == "NOT_FOUND"
+    assert "create_dirs=true" in result.error.hint
+
+
+async def test_write_file_overwrites_and_keeps_mode(fs: FileTools, project: Path) -> None:
+    target = project / "run.sh"
+    target.write_text("echo old\n")
+    target.chmod(0o751)
+    result = await fs.write_file("run.sh", "echo new\n")
+    assert result.data["created"] is False
+    assert target.read_text() == "echo new\n"
+    assert (target.stat().st_mode & 0o777) == 0o751
+
+
+async def test_write_file_keeps_crlf_and_bom_of_existing_file(fs: FileTools, project: Path) -> None:
+    target = project / "win.txt"
+    target.write_bytes(b"\xef\xbb\xbfone\r\ntwo\r\n")
+    assert (await fs.write_file("win.txt", "uno\ndos\n")).ok
+    assert target.read_bytes() == b"\xef\xbb\xbfuno\r\ndos\r\n"
+
+
+async def test_write_file_leaves_no_temp_files(fs: FileTools, project: Path) -> None:
+    await fs.write_file("docs/guide.md", "new guide\n")
+    assert sorted(os.listdir(project / "docs")) == ["guide.md"]
+
+
+async def test_write_into_git_dir_is_refused(fs: FileTools, project: Path) -> None:
+    (project / ".git").mkdir()
+    result = await fs.write_file(".git/config", "[core]\n")
+    assert result.error.code == "DENIED_PATTERN"
+    assert not (project / ".git/config").exists()
+
+
+async def test_edit_file_replaces_exact_text_and_shows_snippet(
+    fs: FileTools, project: Path
+) -> None:
+    result = await fs.edit_file("src/pkg/core.py", "return a - b", "return a - b  # minus")
+    assert result.ok, result.text
+    assert "# minus" in (project / "src/pkg/core.py").read_text()
+    assert "     6\t    return a - b  # minus" in result.text
+    assert result.data["replacements"] == 1
+
+
+async def test_edit_file_no_match_points_at_nearest_lines(fs: FileTools, project: Path) -> None:
+    before = (project / "src/pkg/core.py").read_bytes()
+    result = await fs.edit_file("src/pkg/core.py", "def subtract(a, b):", "x")
+    assert result.error.code == "NO_MATCH"
+    assert "5" in result.error.message
+    assert (project / "src/pkg/core.py").read_bytes() == before
+
+
+async def test_edit_file_ambiguous_lists_candidate_lines(fs: FileTools, project: Path) -> None:
+    result = await fs.edit_file("src/pkg/core.py", "(a, b):", "(x, y):")
+    assert result.error.code == "AMBIGUOUS_MATCH"
+    assert "1" in result.error.message and "5" in result.error.message
+
+
+async def test_edit_file_expected_replacements_replaces_all(fs: FileTools, project: Path) -> None:
+    result = await fs.edit_file("src/pkg/core.py", "(a, b):", "(x, y):", expected_replacements=2)
+    assert result.ok
+    assert (project / "src/pkg/core.py").read_text().count("(x, y):") == 2
+
+
+async def test_edit_file_with_empty_old_string_creates_file(fs: FileTools, project: Path) -> None:
+    result = await fs.edit_file("fresh.py", "", "print('hi')\n")
+    assert result.ok and (project / "fresh.py").read_text() == "print('hi')\n"
+
+
+async def test_edit_file_with_empty_old_string_on_existing_content_is_refused(
+    fs: FileTools,
+) -> None:
+    result = await fs.edit_file("README.md", "", "x")
+    assert result.error.code == "INVALID_ARGUMENT"
+
+
+async def test_edit_file_refuses_binary_files(fs: FileTools, project: Path) -> None:
+    (project / "blob.bin").write_bytes(b"\x00\x01\x02binary\x00")
+    result = await fs.edit_file("blob.bin", "binary", "text")
+    assert result.error.code == "NOT_TEXT"
+
+
+async def test_multi_edit_is_all_or_nothing(fs: FileTools, project: Path) -> None:
+    before = (project / "src/pkg/core.py").read_bytes()
+    result = await fs.multi_edit(
+        "src/pkg/core.py",
+        [
+            {"old_string": "def add", "new_string": "def plus"},
+            {"old_string": "does not exist", "new_string": "x"},
+        ],
+    )
+    assert result.error.code == "NO_MATCH"
+    assert "2" in result.error.message  # names the failing edit
+    assert (project / "src/pkg/core.py").read_bytes() == before
+
+
+async def test_multi_edit_applies_edits_in_order(fs: FileTools, project: Path) -> None:
+    result = await fs.multi_edit(
+        "src/pkg/core.py",
+        [
+            {"old_string": "def add", "new_string": "def plus"},
+            {"old_string": "def plus(a, b):", "new_string": "def plus(a, b, c=0):"},
+        ],
+    )
+    assert result.ok, result.text
+    assert "def plus(a, b, c=0):" in (project / "src/pkg/core.py").read_text()
+
+
+async def test_stale_write_after_read_is_a_conflict(fs: FileTools, project: Path) -> None:
+    await fs.read_file("README.md")
+    (project / "README.md").write_text("# Changed by someone else\n")
+    result = await fs.write_file("README.md", "# Mine\n")
+    assert result.error.code == "CONFLICT"
+    assert (project / "README.md").read_text() == "# Changed by someone else\n"
+    assert (await fs.read_file("README.md")).ok
+    assert (await fs.write_file("README.md", "# Mine\n")).ok
+
+
+async def test_file_changed_during_review_is_a_conflict(project: Path, audit) -> None:
+    target = project / "README.md"
+
+    class SlowReviewer:
+        def before_tool_execution(self, call):
+            target.write_text("# edited while the person was deciding\n")
+            return Decision.proceed("person")
+
+    fs = FileTools(project, hooks=[SlowReviewer()], audit=audit)
+    result = await fs.edit_file("README.md", "# Sample", "# Mine")
+    assert result.error.code == "CONFLICT"
+    assert target.read_text() == "# edited while the person was deciding\n"

@@ -1,0 +1,191 @@
+"""ChangeSet: what a mutating call will do, planned before anything touches disk.
+
+A ChangeSet is the single object that review, commit, undo and audit share: hooks
+read its diff, the provider commits it all-or-nothing, the journal keeps its old
+bytes. Paths are absolute and already guarded.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import uuid
+from dataclasses import dataclass, field, replace
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from .text import split_lines
+
+MISSING = "missing"
+"""The planned-against hash of a path that must not exist at commit time."""
+
+
+class ChangeKind(str, Enum):
+    CREATE = "create"
+    MODIFY = "modify"
+    DELETE = "delete"
+    MOVE = "move"
+    MKDIR = "mkdir"
+
+
+def content_hash(data: bytes | None) -> str:
+    """Hash used for stale-write checks; ``MISSING`` stands for "no file"."""
+    if data is None:
+        return MISSING
+    return hashlib.sha256(data).hexdigest()
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One path's change.
+
+    ``old_bytes`` is what the plan was made against (None: the path did not
+    exist); ``new_bytes`` is what it becomes (None: it is removed). For a move,
+    ``path`` is the source and ``dest`` the destination; ``new_bytes`` is what
+    lands at ``dest``.
+    """
+
+    kind: ChangeKind
+    path: Path
+    old_bytes: bytes | None
+    new_bytes: bytes | None
+    dest: Path | None = None
+    dest_old_bytes: bytes | None = None
+    mode: int | None = None
+    old_text: str | None = None
+    new_text: str | None = None
+    note: str = ""
+
+    @property
+    def expected_hash(self) -> str:
+        return content_hash(self.old_bytes)
+
+    @property
+    def dest_expected_hash(self) -> str:
+        return content_hash(self.dest_old_bytes)
+
+    def line_counts(self) -> tuple[int, int]:
+        """(+added, -removed) lines of this change's diff."""
+        added = removed = 0
+        for line in self.diff_lines(root=None):
+            if line.startswith("+") and not line.startswith("+++"):
+                added += 1
+            elif line.startswith("-") and not line.startswith("---"):
+                removed += 1
+        return added, removed
+
+    def diff_lines(self, root: Path | None) -> list[str]:
+        def show(p: Path) -> str:
+            if root is not None:
+                try:
+                    return p.relative_to(root).as_posix()
+                except ValueError:
+                    pass
+            return p.as_posix()
+
+        if self.kind is ChangeKind.MKDIR:
+            return [f"directory {show(self.path)}/ created"]
+        src = show(self.path)
+        dst = show(self.dest) if self.dest is not None else src
+        old_text = _display_text(self.old_bytes, self.old_text)
+        new_text = _display_text(self.new_bytes, self.new_text)
+        header: list[str] = []
+        if self.kind is ChangeKind.MOVE:
+            header.append(f"rename from {src}\nrename to {dst}\n")
+        if old_text is None or new_text is None:
+            if self.kind is ChangeKind.MOVE and self.old_bytes == self.new_bytes:
+                return header
+            header.append(f"Binary files {src} and {dst} differ\n")
+            return header
+        from_name = "/dev/null" if self.old_bytes is None else f"a/{src}"
+        to_name = "/dev/null" if self.new_bytes is None else f"b/{dst}"
+        body = list(
+            difflib.unified_diff(
+                split_lines(old_text),
+                split_lines(new_text),
+                from_name,
+                to_name,
+            )
+        )
+        return header + [_ensure_newline(line) for line in body]
+
+
+def _display_text(data: bytes | None, decoded: str | None) -> str | None:
+    if data is None:
+        return ""
+    if decoded is not None:
+        return decoded
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+
+
+def _ensure_newline(line: str) -> str:
+    if line.endswith("\n"):
+        return line
+    return line + "\n\\ No newline at end of file\n"
+
+
+@dataclass(frozen=True)
+class ChangeSet:
+    """All files of one mutating call: committed together or not at all."""
+
+    tool: str
+    changes: tuple[FileChange, ...]
+    root: Path
+    change_id: str = field(default_factory=lambda: uuid.uuid4().hex[:12])
+    summary: str = ""
+
+    def unified_diff(self) -> str:
+        return "".join(line for c in self.changes for line in c.diff_lines(self.root))
+
+    def line_counts(self) -> tuple[int, int]:
+        added = removed = 0
+        for change in self.changes:
+            a, r = change.line_counts()
+            added += a
+            removed += r
+        return added, removed
+
+    def paths(self) -> list[Path]:
+        out: list[Path] = []
+        for change in self.changes:
+            out.append(change.path)
+            if change.dest is not None:
+                out.append(change.dest)
+        return out
+
+    def relative_paths(self) -> list[str]:
+        return [_relative(p, self.root) for p in self.paths()]
+
+    def with_changes(self, changes: tuple[FileChange, ...]) -> ChangeSet:
+        return replace(self, changes=changes)
+
+    def describe(self) -> dict[str, Any]:
+        """A JSON-friendly summary for hooks, UIs and the audit log."""
+        added, removed = self.line_counts()
+        return {
+            "change_id": self.change_id,
+            "tool": self.tool,
+            "files": [
+                {
+                    "kind": c.kind.value,
+                    "path": _relative(c.path, self.root),
+                    "dest": _relative(c.dest, self.root) if c.dest is not None else None,
+                    "added": c.line_counts()[0],
+                    "removed": c.line_counts()[1],
+                }
+                for c in self.changes
+            ],
+            "added": added,
+            "removed": removed,
+        }
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix() or "."
+    except ValueError:
+        return path.as_posix()

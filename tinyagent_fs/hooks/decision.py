@@ -1,0 +1,110 @@
+"""The hook protocol: what a hook is shown and what it may answer."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..changes import ChangeSet
+
+if TYPE_CHECKING:
+    from ..tools.result import ToolResult
+
+
+class Risk(str, Enum):
+    """How much a call can hurt, as the risk-based policy sees it."""
+
+    READ = "read"
+    WRITE = "write"
+    DESTRUCTIVE = "destructive"
+    EXECUTE = "execute"
+
+
+class Verdict(str, Enum):
+    PROCEED = "proceed"
+    DENY = "deny"
+    MODIFY = "modify"
+    ALTERNATIVE_RESPONSE = "alternative_response"
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A hook's answer.
+
+    ``modified_args`` re-plans the call with new arguments; ``modified_content``
+    (path relative to the root -> new text) replaces the planned new content of
+    those files. ``response`` is the text the model sees for an alternative
+    response. ``decided_by`` names who decided (a hook name, "user", a policy).
+    """
+
+    verdict: Verdict
+    message: str = ""
+    modified_args: dict[str, Any] | None = None
+    modified_content: dict[str, str] | None = None
+    response: str | None = None
+    decided_by: str = ""
+
+    @classmethod
+    def proceed(cls, decided_by: str = "") -> Decision:
+        return cls(Verdict.PROCEED, decided_by=decided_by)
+
+    @classmethod
+    def deny(cls, message: str, decided_by: str = "") -> Decision:
+        return cls(Verdict.DENY, message=message, decided_by=decided_by)
+
+    @classmethod
+    def modify(
+        cls,
+        *,
+        args: dict[str, Any] | None = None,
+        content: dict[str, str] | None = None,
+        message: str = "",
+        decided_by: str = "",
+    ) -> Decision:
+        return cls(
+            Verdict.MODIFY,
+            message=message,
+            modified_args=args,
+            modified_content=content,
+            decided_by=decided_by,
+        )
+
+    @classmethod
+    def alternative(cls, response: str, decided_by: str = "") -> Decision:
+        return cls(Verdict.ALTERNATIVE_RESPONSE, response=response, decided_by=decided_by)
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """What a hook sees before a tool runs."""
+
+    tool: str
+    args: dict[str, Any]
+    risk: Risk
+    changeset: ChangeSet | None = None
+    diff: str = ""
+    call_id: str = ""
+    session_id: str = ""
+    previous_decisions: tuple[Decision, ...] = field(default=())
+
+    @property
+    def mutating(self) -> bool:
+        return self.risk is not Risk.READ
+
+
+@runtime_checkable
+class Hook(Protocol):
+    """Anything with these two methods (sync or async) can review tool calls.
+
+    Either method may be missing on a concrete hook; the runner treats a missing
+    ``before_tool_execution`` as "proceed" and a missing ``after_tool_execution``
+    as "keep the result".
+    """
+
+    def before_tool_execution(self, call: ToolCall) -> Decision | Awaitable[Decision]: ...
+
+    def after_tool_execution(
+        self, call: ToolCall, result: ToolResult
+    ) -> ToolResult | Awaitable[ToolResult | None] | None: ...

@@ -1,0 +1,105 @@
+"""Non-interactive decision policies, and the risk-based one that knows when to ask."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from typing import Any
+
+from .decision import Decision, Risk, ToolCall
+
+POLICY_ENV = "TINYAGENT_FS_POLICY"
+POLICY_NAMES = ("auto-approve", "deny-all", "risk-based")
+NEVER_TRUSTED_TOOLS = frozenset({"delete_path", "run_command"})
+
+
+class AutoApprovePolicy:
+    """Lets every call through: for scripts and CI where the sandbox is the only wall."""
+
+    name = "auto-approve"
+
+    def before_tool_execution(self, call: ToolCall) -> Decision:
+        return Decision.proceed(decided_by=self.name)
+
+
+class DenyAllPolicy:
+    """Lets reads through and refuses everything else."""
+
+    name = "deny-all"
+
+    def before_tool_execution(self, call: ToolCall) -> Decision:
+        if call.risk is Risk.READ:
+            return Decision.proceed(decided_by=self.name)
+        return Decision.deny(
+            f"{call.tool} was refused: the deny-all policy allows only reads",
+            decided_by=self.name,
+        )
+
+
+class RiskBasedPolicy:
+    """Reads proceed; writes and edits ask; deletes and commands always ask.
+
+    ``approver`` is the hook that asks a person (terminal, notebook widget). With
+    none attached, a call that would ask is denied with a message that says how
+    to allow it. Trust granted for a tool or a file for the session lets writes
+    through without asking, never deletes or commands.
+    """
+
+    name = "risk-based"
+
+    def __init__(self, approver: Any | None = None, no_approver_hint: str = "") -> None:
+        self.approver = approver
+        self.no_approver_hint = no_approver_hint or (
+            "no interactive approver is attached; choose the auto-approve policy "
+            f"(set {POLICY_ENV}=auto-approve or pass --policy auto-approve) to allow writes"
+        )
+        self.trusted_tools: set[str] = set()
+        self.trusted_paths: set[str] = set()
+
+    def trust_tool(self, tool: str) -> None:
+        _refuse_untrustable(tool)
+        self.trusted_tools.add(tool)
+
+    def trust_path(self, relative_path: str) -> None:
+        self.trusted_paths.add(relative_path)
+
+    def is_trusted(self, call: ToolCall) -> bool:
+        if call.tool in NEVER_TRUSTED_TOOLS or call.risk in (Risk.DESTRUCTIVE, Risk.EXECUTE):
+            return False
+        if call.tool in self.trusted_tools:
+            return True
+        paths = call.changeset.relative_paths() if call.changeset else []
+        return bool(paths) and all(p in self.trusted_paths for p in paths)
+
+    async def before_tool_execution(self, call: ToolCall) -> Decision:
+        if call.risk is Risk.READ:
+            return Decision.proceed(decided_by=self.name)
+        if self.is_trusted(call):
+            return Decision.proceed(decided_by=f"{self.name} (trusted for this session)")
+        if self.approver is None:
+            return Decision.deny(
+                f"{call.tool} needs a person's approval ({call.risk.value}); "
+                + self.no_approver_hint,
+                decided_by=self.name,
+            )
+        decision = self.approver.before_tool_execution(call)
+        if inspect.isawaitable(decision):
+            decision = await decision
+        return decision
+
+
+def _refuse_untrustable(tool: str) -> None:
+    if tool in NEVER_TRUSTED_TOOLS:
+        raise ValueError(f"{tool} always asks; it cannot be trusted for a session")
+
+
+def policy_from_name(name: str | None = None, approver: Any | None = None) -> Any:
+    """The policy hook for a name, or for ``$TINYAGENT_FS_POLICY`` (default risk-based)."""
+    chosen = (name or os.environ.get(POLICY_ENV) or "risk-based").strip().lower()
+    if chosen == "auto-approve":
+        return AutoApprovePolicy()
+    if chosen == "deny-all":
+        return DenyAllPolicy()
+    if chosen == "risk-based":
+        return RiskBasedPolicy(approver=approver)
+    raise ValueError(f"unknown policy {chosen!r}; choose one of {', '.join(POLICY_NAMES)}")

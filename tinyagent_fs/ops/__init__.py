@@ -1,0 +1,21 @@
+"""The primitives a provider runs, by name: the whole sandbox boundary in one table."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from .commit import commit_changes, recover_commit
+from .files import read_bytes, stat_path
+from .listing import list_tree
+from .search import glob_files, grep
+
+OPERATIONS: dict[str, Callable[..., Any]] = {
+    "read_bytes": read_bytes,
+    "stat_path": stat_path,
+    "list_tree": list_tree,
+    "glob_files": glob_files,
+    "grep": grep,
+    "commit_changes": commit_changes,
+    "recover_commit": recover_commit,
+}

@@ -1,0 +1,103 @@
+"""Reading primitives: bytes and metadata of one path."""
+
+from __future__ import annotations
+
+import os
+import stat as stat_module
+from typing import Any
+
+from ..errors import ErrorCode, ToolError
+
+
+def read_bytes(path: str, max_bytes: int) -> bytes:
+    """The whole file, refusing directories and files over ``max_bytes``.
+
+    The size is checked on the open descriptor, so a file swapped between the
+    check and the read cannot slip a larger body through.
+    """
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    except FileNotFoundError:
+        raise ToolError(
+            ErrorCode.NOT_FOUND,
+            f"{path} does not exist",
+            "check the path with list_directory or glob",
+        ) from None
+    except IsADirectoryError:
+        raise _is_directory(path) from None
+    except PermissionError as exc:
+        raise ToolError(ErrorCode.PERMISSION_DENIED, f"{path}: {exc.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        if stat_module.S_ISDIR(info.st_mode):
+            raise _is_directory(path)
+        if not stat_module.S_ISREG(info.st_mode):
+            raise ToolError(
+                ErrorCode.NOT_TEXT,
+                f"{path} is not a regular file",
+                "only regular files can be read",
+            )
+        if info.st_size > max_bytes:
+            raise _too_large(path, info.st_size, max_bytes)
+        chunks = []
+        remaining = max_bytes + 1
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        if len(data) > max_bytes:
+            raise _too_large(path, len(data), max_bytes)
+        return data
+    finally:
+        os.close(fd)
+
+
+def stat_path(path: str) -> dict[str, Any] | None:
+    """Metadata without following a final symlink; None when nothing is there."""
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        return None
+    kind = _kind(info.st_mode)
+    return {
+        "type": kind,
+        "size": info.st_size,
+        "mtime": info.st_mtime,
+        "ctime": info.st_ctime,
+        "birthtime": getattr(info, "st_birthtime", None),
+        "mode": stat_module.S_IMODE(info.st_mode),
+        "permissions": stat_module.filemode(info.st_mode),
+        "target": os.readlink(path) if kind == "symlink" else None,
+    }
+
+
+def _kind(mode: int) -> str:
+    if stat_module.S_ISREG(mode):
+        return "file"
+    if stat_module.S_ISDIR(mode):
+        return "directory"
+    if stat_module.S_ISLNK(mode):
+        return "symlink"
+    return "other"
+
+
+def _is_directory(path: str) -> ToolError:
+    return ToolError(
+        ErrorCode.IS_A_DIRECTORY,
+        f"{path} is a directory",
+        "use list_directory to see what it contains",
+    )
+
+
+def _too_large(path: str, size: int, limit: int) -> ToolError:
+    return ToolError(
+        ErrorCode.TOO_LARGE,
+        f"{path} is {size} bytes, over the {limit}-byte limit",
+        "use grep to find the part you need",
+        details={"size": size, "limit": limit},
+    )

@@ -1,0 +1,56 @@
+"""What a toolkit may touch and how much it may do: one place for every default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_DENIED_PATTERNS: tuple[str, ...] = (
+    ".env",
+    ".env.*",
+    "*.pem",
+    "*.key",
+    "*.p12",
+    "*.pfx",
+    "id_rsa*",
+    "id_dsa*",
+    "id_ecdsa*",
+    "id_ed25519*",
+    ".netrc",
+    ".npmrc",
+    ".pypirc",
+    "credentials",
+    "credentials.*",
+    ".aws/",
+    ".ssh/",
+)
+"""Secrets: neither read nor written (gitignore syntax)."""
+
+DEFAULT_WRITE_DENIED_PATTERNS: tuple[str, ...] = (".git/",)
+"""Readable, never written by a file tool (gitignore syntax)."""
+
+IGNORE_FILE_NAME = ".tinyagentignore"
+
+
+@dataclass(frozen=True)
+class SandboxPolicy:
+    """Limits and patterns for one toolkit.
+
+    Patterns use gitignore syntax and are matched against paths relative to the
+    root. A ``.tinyagentignore`` in the root adds read-and-write denials.
+    """
+
+    denied_patterns: tuple[str, ...] = DEFAULT_DENIED_PATTERNS
+    write_denied_patterns: tuple[str, ...] = DEFAULT_WRITE_DENIED_PATTERNS
+    extra_read_dirs: tuple[Path, ...] = ()
+    max_file_bytes: int = 10 * 1024 * 1024
+    max_path_depth: int = 64
+    max_path_chars: int = 4096
+    max_read_lines: int = 2000
+    max_line_chars: int = 2000
+    max_many_files: int = 50
+    max_many_bytes: int = 1024 * 1024
+    max_requests_per_round: int = 500
+    max_bytes_per_round: int = 200 * 1024 * 1024
+    require_kernel_sandbox: bool = False
+    extra_writable_dirs: tuple[Path, ...] = field(default=())

@@ -1,0 +1,30 @@
+"""The provider boundary: a handful of primitives, each one an entry of ``ops.OPERATIONS``.
+
+Everything a provider runs is named by a string and takes and returns plain values
+(str, int, float, bool, None, bytes, lists and dicts of these), so the same table
+serves an in-process provider and a sandboxed worker on the far side of a socket.
+Planning, review and formatting stay outside the provider.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+
+class Provider(ABC):
+    """Runs ``ops`` primitives somewhere: in this process or behind a kernel sandbox."""
+
+    name: str = "abstract"
+    kernel_enforced: bool = False
+    """True when the kernel, not just the path guard, confines what the primitives touch."""
+
+    @abstractmethod
+    async def call(self, op: str, **kwargs: Any) -> Any:
+        """Run primitive ``op``; a ToolError raised by it reaches the caller unchanged."""
+
+    async def close(self) -> None:  # noqa: B027 - optional for providers without resources
+        """Release what the provider holds (a worker process, sockets)."""
+
+    def describe(self) -> dict[str, Any]:
+        return {"provider": self.name, "kernel_enforced": self.kernel_enforced}

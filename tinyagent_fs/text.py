@@ -1,0 +1,375 @@
+"""Bytes to text and back without losing a single byte.
+
+Agents edit files through text, so every accepted file must come back byte for
+byte: same encoding, same byte order mark, same line endings. Line endings are
+kept inside the text rather than normalised, so an edit only changes the bytes
+it means to change. A file is accepted only when re-encoding its decoded text
+reproduces it exactly; anything else is refused as NOT_TEXT rather than being
+rewritten lossily.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import unicodedata
+from dataclasses import dataclass
+
+import charset_normalizer
+
+from tinyagent_fs.errors import ErrorCode, ToolError
+
+_SNIFF_BYTES = 8192
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+"""UTF-32 first: its little-endian BOM begins with the UTF-16 one."""
+
+_MAGIC: tuple[tuple[int, bytes, str], ...] = (
+    (0, b"\x89PNG\r\n\x1a\n", "PNG image"),
+    (0, b"\xff\xd8\xff", "JPEG image"),
+    (0, b"GIF87a", "GIF image"),
+    (0, b"GIF89a", "GIF image"),
+    (0, b"II*\x00", "TIFF image"),
+    (0, b"MM\x00*", "TIFF image"),
+    (0, b"\x00\x00\x01\x00", "ICO image"),
+    (0, b"%PDF-", "PDF document"),
+    (0, b"PK\x03\x04", "ZIP archive"),
+    (0, b"PK\x05\x06", "ZIP archive"),
+    (0, b"PK\x07\x08", "ZIP archive"),
+    (0, b"\x1f\x8b", "gzip archive"),
+    (0, b"\xfd7zXZ\x00", "xz archive"),
+    (0, b"7z\xbc\xaf\x27\x1c", "7-Zip archive"),
+    (0, b"\x28\xb5\x2f\xfd", "zstd archive"),
+    (0, b"Rar!\x1a\x07", "RAR archive"),
+    (257, b"ustar", "tar archive"),
+    (0, b"\x7fELF", "ELF executable"),
+    (0, b"\xcf\xfa\xed\xfe", "Mach-O executable"),
+    (0, b"\xce\xfa\xed\xfe", "Mach-O executable"),
+    (0, b"\xfe\xed\xfa\xcf", "Mach-O executable"),
+    (0, b"\xfe\xed\xfa\xce", "Mach-O executable"),
+    (0, b"\xca\xfe\xba\xbe", "Java class file or Mach-O universal binary"),
+    (0, b"\x00asm", "WebAssembly module"),
+    (0, b"SQLite format 3\x00", "SQLite database"),
+    (0, b"\x89HDF\r\n\x1a\n", "HDF5 data"),
+    (0, b"\x93NUMPY", "NumPy array"),
+    (0, b"OggS", "Ogg media"),
+    (0, b"fLaC", "FLAC audio"),
+    (0, b"\x1a\x45\xdf\xa3", "Matroska/WebM video"),
+    (0, b"wOFF", "WOFF font"),
+    (0, b"wOF2", "WOFF2 font"),
+    (0, b"\x00\x01\x00\x00\x00", "TrueType font"),
+)
+"""Signatures that no plain-text file plausibly starts with."""
+
+_PATTERN_MAGIC: tuple[tuple[re.Pattern[bytes], str], ...] = (
+    (re.compile(rb"RIFF....WEBP", re.DOTALL), "WebP image"),
+    (re.compile(rb"RIFF....WAVE", re.DOTALL), "WAV audio"),
+    (re.compile(rb"RIFF....AVI ", re.DOTALL), "AVI video"),
+    (re.compile(rb"\x00...ftyp", re.DOTALL), "MP4/QuickTime media"),
+    (re.compile(rb"BZh[1-9]1AY&SY"), "bzip2 archive"),
+    (re.compile(rb"BM.{4}\x00\x00\x00\x00", re.DOTALL), "BMP image"),
+    (re.compile(rb"\x80[\x02-\x05]"), "Python pickle"),
+    (re.compile(rb"MZ.{0,62}\x00", re.DOTALL), "Windows executable"),
+)
+
+_BINARY_SUFFIXES: dict[str, str] = {
+    ".pyc": "Python bytecode",
+    ".so": "shared library",
+    ".dylib": "shared library",
+    ".dll": "Windows executable",
+    ".exe": "Windows executable",
+    ".o": "object file",
+    ".a": "static library",
+    ".class": "Java class file",
+    ".db": "database",
+    ".bin": "binary data",
+}
+"""Labels for binary content no signature names; only used once content is known binary."""
+
+_PREFERRED_LEGACY: tuple[str, ...] = tuple(
+    codecs.lookup(name).name
+    for name in (
+        "cp1252",
+        "latin-1",
+        "cp932",
+        "shift_jis",
+        "euc_jp",
+        "gb18030",
+        "gbk",
+        "cp949",
+        "euc_kr",
+        "big5",
+        "cp1251",
+        "koi8_r",
+        "cp1250",
+        "iso8859-15",
+    )
+)
+"""Tie-breaker when charset-normalizer finds several equally clean decodings.
+
+Short texts often decode cleanly in a dozen code pages; the most widely used one
+is the best guess a person would make.
+"""
+
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+_WORD = re.compile(r"[^\W\d_]+")
+_SCORED_CHARS = 65536
+_CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class DecodedText:
+    """A file's text plus everything needed to write it back unchanged.
+
+    ``newline`` is the dominant line ending, for new lines an edit inserts; the
+    text itself keeps every original ending.
+    """
+
+    text: str
+    encoding: str
+    bom: bytes
+    newline: str
+
+
+def decode_text(data: bytes, name: str = "") -> DecodedText:
+    """Decode a file's bytes, or raise NOT_TEXT naming what the bytes look like.
+
+    Order: byte order marks, then the binary sniff (signatures; NUL bytes in the
+    first 8 KB unless the data is BOM-less UTF-16), then strict UTF-8, then
+    legacy code pages. The sniff comes before UTF-8 because a pure-ASCII PDF or
+    a NUL-padded binary is valid UTF-8 yet no file a text tool should edit.
+    """
+    label = f"{name!r}" if name else "The data"
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            text = _decode_exact(data[len(bom) :], encoding)
+            if text is not None:
+                return _decoded(text, encoding, bom)
+            if encoding.startswith("utf-32"):
+                continue
+            raise ToolError(
+                ErrorCode.NOT_TEXT,
+                f"{label} starts with a {encoding} byte order mark but is not valid {encoding}.",
+                _NOT_TEXT_HINT,
+                details={"detected": f"invalid {encoding}"},
+            )
+    kind = _magic_type(data)
+    if kind is None and b"\x00" in data[:_SNIFF_BYTES]:
+        encoding = _bomless_utf16(data)
+        text = _decode_exact(data, encoding) if encoding else None
+        if encoding and text is not None:
+            return _decoded(text, encoding, b"")
+        kind = _suffix_type(name)
+    if kind is not None:
+        raise _not_text(label, kind)
+    text = _decode_exact(data, "utf-8")
+    if text is not None:
+        return _decoded(text, "utf-8", b"")
+    legacy = _legacy_decode(data)
+    if legacy is None:
+        raise _not_text(label, "binary data (not UTF-8 and no known text encoding fits)")
+    return _decoded(legacy[0], legacy[1], b"")
+
+
+def encode_text(text: str, like: DecodedText) -> bytes:
+    """Encode ``text`` the way ``like`` was stored: same encoding, same BOM."""
+    try:
+        return like.bom + text.encode(like.encoding)
+    except UnicodeEncodeError as exc:
+        char = exc.object[exc.start]
+        before = exc.object[: exc.start]
+        line = before.count("\n") + before.count("\r") - before.count("\r\n") + 1
+        column = exc.start - max(before.rfind("\n"), before.rfind("\r"))
+        raise ToolError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"The character {char!r} (U+{ord(char):04X}) at line {line}, column {column} "
+            f"cannot be encoded in {like.encoding}, the encoding of this file.",
+            f"Use only characters that exist in {like.encoding}, or an ASCII replacement.",
+            details={"line": line, "column": column, "encoding": like.encoding},
+        ) from exc
+
+
+def detect_binary_type(data: bytes, name: str = "") -> str | None:
+    """What binary content this looks like, from its first bytes; None if text-like.
+
+    This is the cheap sniff (signatures, NUL bytes). ``decode_text`` is the
+    authority: it may still refuse data this calls text-like.
+    """
+    if any(data.startswith(bom) for bom, _ in _BOMS):
+        return None
+    kind = _magic_type(data)
+    if kind is not None:
+        return kind
+    if b"\x00" in data[:_SNIFF_BYTES] and _bomless_utf16(data) is None:
+        return _suffix_type(name)
+    return None
+
+
+def split_lines(text: str) -> list[str]:
+    """Lines with their endings, split only on \\n, \\r\\n and \\r.
+
+    ``str.splitlines`` also splits on form feeds, \\x1c-\\x1e and U+2028, which
+    would make line numbers disagree with every editor and with ``grep``.
+    """
+    return _LINE.findall(text)
+
+
+def line_count(text: str) -> int:
+    """Number of lines ``split_lines`` would return, without building them."""
+    breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
+    return breaks + (1 if text and text[-1] not in "\r\n" else 0)
+
+
+_NOT_TEXT_HINT = "This tool works on text files only; do not try to read or edit this file as text."
+
+
+def _not_text(label: str, kind: str) -> ToolError:
+    return ToolError(
+        ErrorCode.NOT_TEXT,
+        f"{label} is not a text file: it looks like {kind}.",
+        _NOT_TEXT_HINT,
+        details={"detected": kind},
+    )
+
+
+def _decoded(text: str, encoding: str, bom: bytes) -> DecodedText:
+    return DecodedText(text=text, encoding=encoding, bom=bom, newline=_dominant_newline(text))
+
+
+def _dominant_newline(text: str) -> str:
+    crlf = text.count("\r\n")
+    counts = {
+        "\n": text.count("\n") - crlf,
+        "\r\n": crlf,
+        "\r": text.count("\r") - crlf,
+    }
+    best = max(counts.values())
+    if best == 0:
+        return "\n"
+    tied = [ending for ending, count in counts.items() if count == best]
+    return min(tied, key=lambda ending: _first_index(text, ending))
+
+
+def _first_index(text: str, ending: str) -> int:
+    """Where ``ending`` first occurs as a line ending of its own (a CR of a CRLF is not one)."""
+    if ending == "\r\n":
+        return text.find("\r\n")
+    found = re.search(r"(?<!\r)\n" if ending == "\n" else r"\r(?!\n)", text)
+    return found.start() if found else len(text)
+
+
+def _decode_exact(data: bytes, encoding: str) -> str | None:
+    """The decoded text if it re-encodes to exactly ``data``, else None."""
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError):
+        return None
+    try:
+        same = text.encode(encoding) == data
+    except UnicodeEncodeError:
+        return None
+    return text if same else None
+
+
+def _magic_type(data: bytes) -> str | None:
+    for offset, signature, kind in _MAGIC:
+        if data.startswith(signature, offset):
+            return kind
+    head = data[:64]
+    for pattern, kind in _PATTERN_MAGIC:
+        if pattern.match(head):
+            return kind
+    return None
+
+
+def _suffix_type(name: str) -> str:
+    dot = name.rfind(".")
+    return _BINARY_SUFFIXES.get(name[dot:].lower(), "binary data") if dot > 0 else "binary data"
+
+
+def _bomless_utf16(data: bytes) -> str | None:
+    """The codec when NUL-containing data starts like UTF-16 text without a BOM.
+
+    ASCII-heavy UTF-16 has a NUL in most of one half of the bytes and almost none
+    in the other; which half holds them gives the byte order. The decoded start must look like prose: no control
+    characters, no unassigned or private-use code points. Only the first 8 KB
+    are judged, so callers may pass just the head of a file.
+    """
+    if len(data) % 2:
+        return None
+    sample = data[:_SNIFF_BYTES]
+    odd = sample[1::2].count(0)
+    even = sample[0::2].count(0)
+    half = len(sample) // 2
+    if max(odd, even) < 0.4 * half or min(odd, even) > 0.05 * half:
+        return None
+    encoding = "utf-16-le" if odd >= even else "utf-16-be"
+    try:
+        head = codecs.getincrementaldecoder(encoding)().decode(sample, final=False)
+    except UnicodeDecodeError:
+        return None
+    if _CONTROL.search(head):
+        return None
+    if any(unicodedata.category(char) in ("Cn", "Co", "Cs") for char in set(head)):
+        return None
+    return encoding
+
+
+def _legacy_decode(data: bytes) -> tuple[str, str] | None:
+    """Text and codec for data in a legacy code page, chosen by charset-normalizer.
+
+    Only decodings that reproduce the bytes exactly count, so a wrong guess can
+    show odd characters but can never corrupt the file on write. Short texts
+    decode cleanly in many code pages, so candidates are ranked: first against
+    words that mix Latin letters with another script ("fa\u0437ade" is not a
+    word), then by charset-normalizer's own measures, then by how common the
+    code page is. A candidate whose text equals the cp1252 or latin-1 decoding
+    takes that name, since a person editing it would expect those.
+    """
+    matches = list(charset_normalizer.from_bytes(data))
+    if not matches:
+        return None
+    western = {name: _decode_exact(data, name) for name in ("cp1252", "latin-1")}
+    ranked: list[tuple[tuple[float, ...], str, str]] = []
+    for match in matches:
+        encoding = _codec_name(match.encoding)
+        text = _decode_exact(data, encoding)
+        if text is None:
+            continue
+        encoding = next((name for name, same in western.items() if same == text), encoding)
+        rank = (_mixed_script_words(text), match.chaos, -match.coherence, _preference(encoding))
+        ranked.append((rank, text, encoding))
+    if not ranked:
+        return None
+    _, text, encoding = min(ranked, key=lambda entry: entry[0])
+    return text, encoding
+
+
+def _mixed_script_words(text: str) -> int:
+    """Words with ASCII letters and non-Latin letters together, a sign of a wrong code page."""
+    count = 0
+    for word in _WORD.findall(text[:_SCORED_CHARS]):
+        if word.isascii() or not any(char.isascii() for char in word):
+            continue
+        if any(
+            not char.isascii() and not unicodedata.name(char, "").startswith("LATIN")
+            for char in word
+        ):
+            count += 1
+    return count
+
+
+def _codec_name(encoding: str) -> str:
+    name = codecs.lookup(encoding).name
+    return "latin-1" if name == "iso8859-1" else name
+
+
+def _preference(encoding: str) -> int:
+    name = codecs.lookup(encoding).name
+    return _PREFERRED_LEGACY.index(name) if name in _PREFERRED_LEGACY else len(_PREFERRED_LEGACY)

@@ -1,0 +1,147 @@
+"""FileTools: the toolkit a person or an agent holds."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..audit import AuditLog
+from ..guard import PathGuard
+from ..hooks.runner import HookRunner
+from ..limits import ResourceLimiter
+from ..policy import SandboxPolicy
+from ..providers import default_provider
+from ..providers.base import Provider
+from .context import ToolContext
+from .pipeline import Pipeline
+from .registry import tool_table
+from .result import ToolResult
+from .schema_export import export_schemas
+
+
+class FileTools:
+    """File tools for one project folder.
+
+    Every call goes through ``call``: validated, guarded, planned, reviewed by the
+    hooks, committed through the provider and recorded in the audit log. It never
+    raises for a tool-level failure; the ToolResult says what went wrong.
+
+    ``audit=None`` writes to the per-user audit log (outside the project);
+    ``audit=False`` records nothing.
+    """
+
+    def __init__(
+        self,
+        root: str | Path,
+        policy: SandboxPolicy | None = None,
+        provider: Provider | None = None,
+        hooks: Sequence[Any] = (),
+        audit: AuditLog | bool | None = None,
+    ) -> None:
+        self.policy = policy or SandboxPolicy()
+        self.guard = PathGuard(root, self.policy)
+        self.provider = provider or default_provider(self.guard.root, self.policy)
+        self.hooks = HookRunner(hooks)
+        if audit is None or audit is True:
+            audit = AuditLog()
+        self.audit: AuditLog | None = audit or None
+        self.limiter = ResourceLimiter(
+            self.policy.max_requests_per_round, self.policy.max_bytes_per_round
+        )
+        self.context = ToolContext(self.guard, self.provider, self.policy, self.limiter)
+        self.tools = tool_table()
+        self._pipeline = Pipeline(self.tools, self.context, self.hooks, self.audit)
+
+    @property
+    def root(self) -> Path:
+        return self.guard.root
+
+    async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
+        return await self._pipeline.call(name, args or {})
+
+    def tool_schemas(self, format: str = "openai") -> list[dict[str, Any]]:
+        return export_schemas(self.tools.values(), format)
+
+    def tool_names(self) -> list[str]:
+        return list(self.tools)
+
+    def new_round(self) -> None:
+        """Reset the per-round request and byte budget."""
+        self.limiter.reset()
+
+    async def close(self) -> None:
+        await self.provider.close()
+
+    async def __aenter__(self) -> FileTools:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> ToolResult:
+        return await self.call("read_file", {"path": path, "offset": offset, "limit": limit})
+
+    async def read_many_files(self, paths: list[str]) -> ToolResult:
+        return await self.call("read_many_files", {"paths": paths})
+
+    async def write_file(self, path: str, content: str, create_dirs: bool = True) -> ToolResult:
+        return await self.call(
+            "write_file", {"path": path, "content": content, "create_dirs": create_dirs}
+        )
+
+    async def edit_file(
+        self, path: str, old_string: str, new_string: str, expected_replacements: int = 1
+    ) -> ToolResult:
+        return await self.call(
+            "edit_file",
+            {
+                "path": path,
+                "old_string": old_string,
+                "new_string": new_string,
+                "expected_replacements": expected_replacements,
+            },
+        )
+
+    async def multi_edit(self, path: str, edits: list[dict[str, Any]]) -> ToolResult:
+        return await self.call("multi_edit", {"path": path, "edits": edits})
+
+    async def list_directory(
+        self, path: str = ".", depth: int = 1, include_hidden: bool = False, limit: int = 200
+    ) -> ToolResult:
+        return await self.call(
+            "list_directory",
+            {"path": path, "depth": depth, "include_hidden": include_hidden, "limit": limit},
+        )
+
+    async def glob(self, pattern: str, path: str = ".") -> ToolResult:
+        return await self.call("glob", {"pattern": pattern, "path": path})
+
+    async def grep(
+        self,
+        pattern: str,
+        path: str = ".",
+        include: str | None = None,
+        literal: bool = False,
+        case_sensitive: bool = True,
+        context: int = 0,
+        limit: int = 200,
+    ) -> ToolResult:
+        return await self.call(
+            "grep",
+            {
+                "pattern": pattern,
+                "path": path,
+                "include": include,
+                "literal": literal,
+                "case_sensitive": case_sensitive,
+                "context": context,
+                "limit": limit,
+            },
+        )
+
+    async def file_exists(self, path: str) -> ToolResult:
+        return await self.call("file_exists", {"path": path})
+
+    async def get_file_info(self, path: str) -> ToolResult:
+        return await self.call("get_file_info", {"path": path})

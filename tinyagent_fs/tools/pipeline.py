@@ -1,0 +1,233 @@
+"""The one road every tool call takes: validate, guard, plan, review, commit, record."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..audit import AuditEvent, AuditLog, summarise_arguments
+from ..changes import ChangeSet
+from ..errors import ErrorCode, ToolError
+from ..hooks.decision import Decision, ToolCall, Verdict
+from ..hooks.runner import HookRunner, Review
+from .context import ToolContext
+from .plan import Plan
+from .result import ToolResult
+from .spec import ToolSpec
+from .validate import validate_arguments
+
+
+@dataclass
+class CallRecord:
+    """What the audit event of one call is made from, filled in as the call goes."""
+
+    tool: str
+    args: dict[str, Any]
+    started: float = field(default_factory=time.perf_counter)
+    review: Review | None = None
+    changeset: ChangeSet | None = None
+    bytes_read: int = 0
+    bytes_written: int = 0
+
+
+class Pipeline:
+    def __init__(
+        self,
+        tools: dict[str, ToolSpec],
+        ctx: ToolContext,
+        hooks: HookRunner,
+        audit: AuditLog | None,
+    ) -> None:
+        self.tools = tools
+        self.ctx = ctx
+        self.hooks = hooks
+        self.audit = audit
+
+    async def call(self, name: str, args: Any) -> ToolResult:
+        record = CallRecord(name, args if isinstance(args, dict) else {"arguments": args})
+        bytes_before = self.ctx.limiter.bytes
+        try:
+            result = await self._run(record, name, args)
+        except ToolError as error:
+            result = ToolResult.failure(error)
+        except Exception as exc:  # a tool call must never crash the caller
+            result = ToolResult.failure(
+                ToolError(
+                    ErrorCode.INTERNAL_ERROR,
+                    f"{name} failed unexpectedly: {type(exc).__name__}: {exc}",
+                    "this is a bug in the toolkit; try a different approach",
+                )
+            )
+        record.bytes_read = self.ctx.limiter.bytes - bytes_before
+        self._record(record, result)
+        return result
+
+    async def _run(self, record: CallRecord, name: str, raw_args: Any) -> ToolResult:
+        spec = self.tools.get(name)
+        if spec is None:
+            raise ToolError(
+                ErrorCode.UNKNOWN_TOOL,
+                f"there is no tool named {name!r}",
+                f"available tools: {', '.join(sorted(self.tools))}",
+            )
+        args = validate_arguments(name, spec.parameters, raw_args)
+        record.args = args
+        self.ctx.limiter.charge_request()
+        if spec.plan is not None:
+            return await self._planned(record, spec, args)
+        return await self._direct(record, spec, args)
+
+    async def _direct(self, record: CallRecord, spec: ToolSpec, args: dict[str, Any]) -> ToolResult:
+        call = ToolCall(spec.name, args, spec.risk, call_id=uuid.uuid4().hex[:12])
+
+        async def replan(current: ToolCall, decision: Decision) -> ToolCall:
+            new_args = validate_arguments(spec.name, spec.parameters, decision.modified_args)
+            return ToolCall(spec.name, new_args, spec.risk, call_id=current.call_id)
+
+        review = await self.hooks.before(call, replan)
+        record.review = review
+        refused = _refusal(review)
+        if refused is not None:
+            return refused
+        assert spec.run is not None
+        record.args = review.call.args
+        result = await spec.run(self.ctx, review.call.args)
+        return await self.hooks.after(review.call, _told_of_changes(result, review))
+
+    async def _planned(
+        self, record: CallRecord, spec: ToolSpec, args: dict[str, Any]
+    ) -> ToolResult:
+        assert spec.plan is not None
+        plan = await spec.plan(self.ctx, args)
+        call = _planned_call(spec, args, plan, uuid.uuid4().hex[:12])
+
+        async def replan(current: ToolCall, decision: Decision) -> ToolCall:
+            nonlocal plan
+            if decision.modified_args is not None:
+                new_args = validate_arguments(spec.name, spec.parameters, decision.modified_args)
+                plan = await spec.plan(self.ctx, new_args)  # type: ignore[misc]
+            else:
+                new_args = current.args
+            if decision.modified_content:
+                plan = plan.with_content(decision.modified_content, self.ctx.root)
+            return _planned_call(spec, new_args, plan, current.call_id)
+
+        record.changeset = plan.changeset
+        review = await self.hooks.before(call, replan)
+        record.review = review
+        refused = _refusal(review)
+        if refused is not None:
+            return refused
+        final = plan  # the latest re-plan is the one the hooks approved
+        record.args = review.call.args
+        record.changeset = final.changeset
+        report = await self._commit(final)
+        record.bytes_written = report.get("bytes_written", 0)
+        result = final.render(final.changeset, report)
+        result.data["change_id"] = final.changeset.change_id
+        return await self.hooks.after(review.call, _told_of_changes(result, review))
+
+    async def _commit(self, plan: Plan) -> dict[str, Any]:
+        changeset = plan.changeset
+        payload = [
+            {
+                "kind": c.kind.value,
+                "path": str(c.path),
+                "dest": str(c.dest) if c.dest is not None else None,
+                "expected_hash": c.expected_hash,
+                "dest_expected_hash": c.dest_expected_hash,
+                "new_bytes": c.new_bytes,
+                "mode": c.mode,
+            }
+            for c in changeset.changes
+        ]
+        report: dict[str, Any] = await self.ctx.provider.call(
+            "commit_changes", change_id=changeset.change_id, changes=payload
+        )
+        for change in changeset.changes:
+            if change.dest is not None:
+                self.ctx.read_state.remember(change.path, None)
+                self.ctx.read_state.remember(change.dest, change.new_bytes)
+            else:
+                self.ctx.read_state.remember(change.path, change.new_bytes)
+        return report
+
+    def _record(self, record: CallRecord, result: ToolResult) -> None:
+        if self.audit is None:
+            return
+        decision = record.review.decision if record.review else None
+        changeset = record.changeset
+        added, removed = changeset.line_counts() if changeset else (0, 0)
+        paths = changeset.relative_paths() if changeset else _argument_paths(record.args)
+        abs_paths = [str(p) for p in changeset.paths()] if changeset else []
+        denied = decision is not None and decision.verdict is Verdict.DENY
+        event = AuditEvent(
+            tool=record.tool,
+            arguments=summarise_arguments(record.args),
+            paths=paths,
+            abs_paths=abs_paths,
+            root=str(self.ctx.root),
+            decision=decision.verdict.value if decision else "none",
+            decided_by=decision.decided_by if decision else "",
+            outcome="denied" if denied else "ok" if result.ok else "error",
+            error_code=result.error.code if result.error else None,
+            security_violation=bool(result.error and result.error.security_violation),
+            bytes_read=record.bytes_read,
+            bytes_written=record.bytes_written,
+            lines_added=added if result.ok else 0,
+            lines_removed=removed if result.ok else 0,
+            duration_ms=round((time.perf_counter() - record.started) * 1000, 3),
+            change_id=changeset.change_id if changeset and result.ok else None,
+            diff=changeset.unified_diff() if changeset else None,
+            message=result.text.splitlines()[0][:200] if result.text else "",
+            provider=self.ctx.provider.name,
+        )
+        self.audit.record(event)
+
+
+def _planned_call(spec: ToolSpec, args: dict[str, Any], plan: Plan, call_id: str) -> ToolCall:
+    return ToolCall(
+        spec.name,
+        args,
+        spec.risk,
+        changeset=plan.changeset,
+        diff=plan.changeset.unified_diff(),
+        call_id=call_id,
+    )
+
+
+def _refusal(review: Review) -> ToolResult | None:
+    decision = review.decision
+    if decision.verdict is Verdict.DENY:
+        return ToolResult.failure(
+            ToolError(
+                ErrorCode.DENIED_BY_HOOK,
+                decision.message or f"the call was denied by {decision.decided_by}",
+                "do not retry the same call; ask the person or take another approach",
+            )
+        )
+    if decision.verdict is Verdict.ALTERNATIVE_RESPONSE:
+        return ToolResult.success(decision.response or "", {"alternative_response": True})
+    return None
+
+
+def _told_of_changes(result: ToolResult, review: Review) -> ToolResult:
+    """Tell the model that a person changed its call, and how."""
+    if not review.modified_by:
+        return result
+    notes = [m.message for m in review.modified_by if m.message]
+    who = ", ".join(sorted({m.decided_by for m in review.modified_by}))
+    note = f"Note: {who} modified this call before it ran" + (
+        f": {'; '.join(notes)}" if notes else "."
+    )
+    if review.call.changeset is not None:
+        note += "\nWhat was applied:\n" + review.call.diff[:4000]
+    data = {**result.data, "modified_by": who}
+    return ToolResult(result.ok, f"{result.text}\n{note}", data, result.error)
+
+
+def _argument_paths(args: dict[str, Any]) -> list[str]:
+    keys = ("path", "src", "dst", "workdir")
+    return [args[k] for k in keys if isinstance(args.get(k), str)]

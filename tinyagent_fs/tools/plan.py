@@ -1,0 +1,49 @@
+"""Plan: a mutating call's ChangeSet plus how to report it once committed."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from ..changes import ChangeSet, FileChange
+from ..errors import ErrorCode, ToolError
+from ..text import DecodedText, encode_text
+from .result import ToolResult
+
+Renderer = Callable[[ChangeSet, dict], ToolResult]
+
+
+@dataclass(frozen=True)
+class Plan:
+    """``formats`` keeps each file's encoding, BOM and line endings for re-encoding
+    content a person edited during review."""
+
+    changeset: ChangeSet
+    render: Renderer
+    formats: dict[Path, DecodedText] = field(default_factory=dict)
+
+    def with_content(self, edited: dict[str, str], root: Path) -> Plan:
+        """The same plan with new text for the named files (paths relative to root)."""
+        by_path = {root / rel: text for rel, text in edited.items()}
+        changes: list[FileChange] = []
+        for change in self.changeset.changes:
+            target = change.dest if change.dest is not None else change.path
+            if target not in by_path:
+                changes.append(change)
+                continue
+            if change.new_bytes is None:
+                raise ToolError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{target} is being removed; its content cannot be edited",
+                )
+            text = by_path.pop(target)
+            like = self.formats.get(target) or DecodedText(text, "utf-8", b"", "\n")
+            changes.append(replace(change, new_bytes=encode_text(text, like), new_text=text))
+        if by_path:
+            names = ", ".join(sorted(str(p) for p in by_path))
+            raise ToolError(
+                ErrorCode.INVALID_ARGUMENT,
+                f"edited content names files that this change does not touch: {names}",
+            )
+        return replace(self, changeset=self.changeset.with_changes(tuple(changes)))

@@ -1,0 +1,247 @@
+"""Tools that read: read_file, read_many_files, file_exists, get_file_info."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+from typing import Any
+
+from ..errors import ErrorCode, ToolError
+from ..hooks.decision import Risk
+from ..text import decode_text, detect_binary_type, split_lines
+from .context import ToolContext
+from .format import number_lines
+from .result import ToolResult
+from .spec import ToolSpec, integer, schema, string
+
+
+async def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    path = ctx.resolve(args["path"])
+    shown = ctx.relative(path)
+    data, decoded = await ctx.read_text(path)
+    ctx.read_state.remember(path, data)
+    lines = split_lines(decoded.text)
+    total = len(lines)
+    offset: int = args["offset"]
+    limit: int = min(args["limit"] or ctx.policy.max_read_lines, ctx.policy.max_read_lines)
+    if offset > total or (offset == total and total > 0):
+        raise ToolError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"offset {offset} is past the end of {shown}, which has {total} lines",
+            f"use an offset below {total}",
+        )
+    window = lines[offset : offset + limit]
+    body, cut = number_lines(window, offset + 1, ctx.policy.max_line_chars)
+    last_shown = offset + len(window)
+    notes: list[str] = []
+    if last_shown < total:
+        notes.append(
+            f"[... file continues: lines {last_shown + 1}-{total} not shown; "
+            f"call read_file with offset={last_shown} to read on]"
+        )
+    if cut:
+        notes.append(
+            f"[{cut} line(s) longer than {ctx.policy.max_line_chars} characters were cut; "
+            "use grep to find text in them]"
+        )
+    if total == 0:
+        body = "(empty file)"
+    text = "\n".join([body, *notes]) if notes else body
+    return ToolResult.success(
+        text,
+        {
+            "path": shown,
+            "total_lines": total,
+            "first_line": offset + 1 if window else 0,
+            "last_line": last_shown,
+            "truncated": last_shown < total or cut > 0,
+            "encoding": decoded.encoding,
+            "bom": bool(decoded.bom),
+            "newline": decoded.newline,
+            "bytes": len(data),
+        },
+    )
+
+
+async def read_many_files(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    max_files = ctx.policy.max_many_files
+    budget = ctx.policy.max_many_bytes
+    targets = await _expand(ctx, args["paths"], max_files + 1)
+    sections: list[str] = []
+    files: list[dict[str, Any]] = []
+    skipped: list[dict[str, str]] = []
+    used = 0
+    for path in targets[:max_files]:
+        shown = ctx.relative(path)
+        try:
+            data, decoded = await ctx.read_text(path)
+        except ToolError as error:
+            skipped.append({"path": shown, "reason": f"{error.code.value}: {error.message}"})
+            continue
+        if used + len(data) > budget:
+            skipped.append({"path": shown, "reason": f"over the {budget}-byte total budget"})
+            continue
+        used += len(data)
+        ctx.read_state.remember(path, data)
+        lines = split_lines(decoded.text)
+        body, _ = number_lines(lines, 1, ctx.policy.max_line_chars)
+        sections.append(f"==> {shown} ({len(lines)} lines) <==\n{body}")
+        files.append({"path": shown, "lines": len(lines), "bytes": len(data)})
+    notes = [f"[skipped {s['path']}: {s['reason']}]" for s in skipped]
+    if len(targets) > max_files:
+        notes.append(f"[more than {max_files} files matched; name fewer paths or patterns]")
+    if not sections and not notes:
+        raise ToolError(
+            ErrorCode.NOT_FOUND,
+            "no files matched the given paths or patterns",
+            "check the names with glob or list_directory",
+        )
+    return ToolResult.success(
+        "\n\n".join(sections + notes),
+        {"files": files, "skipped": skipped, "bytes": used, "capped": len(targets) > max_files},
+    )
+
+
+async def _expand(ctx: ToolContext, patterns: list[str], cap: int) -> list[Path]:
+    seen: dict[Path, None] = {}
+    for raw in patterns:
+        if any(ch in raw for ch in "*?["):
+            found = await ctx.provider.call(
+                "glob_files",
+                root=str(ctx.root),
+                base=str(ctx.root),
+                pattern=raw,
+                denied_patterns=list(ctx.policy.denied_patterns),
+                limit=cap,
+            )
+            for match in found["matches"]:
+                seen.setdefault(ctx.resolve(match["path"]), None)
+        else:
+            seen.setdefault(ctx.resolve(raw), None)
+        if len(seen) >= cap:
+            break
+    return list(seen)[:cap]
+
+
+async def file_exists(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    path = ctx.resolve(args["path"])
+    info = await ctx.stat(path)
+    shown = ctx.relative(path)
+    if info is None:
+        return ToolResult.success(f"{shown} does not exist", {"path": shown, "exists": False})
+    return ToolResult.success(
+        f"{shown} exists ({info['type']})",
+        {"path": shown, "exists": True, "type": info["type"]},
+    )
+
+
+async def get_file_info(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    path = ctx.resolve(args["path"])
+    shown = ctx.relative(path)
+    info = await ctx.stat(path)
+    if info is None:
+        raise ToolError(ErrorCode.NOT_FOUND, f"{shown} does not exist", "check the path with glob")
+    data: dict[str, Any] = {
+        "path": shown,
+        "type": info["type"],
+        "size": info["size"],
+        "modified": _iso(info["mtime"]),
+        "created": _iso(info["birthtime"]) if info["birthtime"] else None,
+        "changed": _iso(info["ctime"]),
+        "permissions": info["permissions"],
+        "mode": oct(info["mode"]),
+    }
+    if info["type"] == "file" and info["size"] <= ctx.policy.max_file_bytes:
+        raw = await ctx.read_bytes(path)
+        kind = detect_binary_type(raw, shown)
+        data["content_type"] = kind or "text"
+        if kind is None:
+            try:
+                decoded = decode_text(raw, shown)
+            except ToolError:
+                data["content_type"] = "binary data"
+            else:
+                data["line_count"] = len(split_lines(decoded.text))
+                data["encoding"] = decoded.encoding
+    lines = [f"{key}: {value}" for key, value in data.items() if value is not None]
+    return ToolResult.success("\n".join(lines), data)
+
+
+def _iso(timestamp: float) -> str:
+    return dt.datetime.fromtimestamp(timestamp, tz=dt.timezone.utc).isoformat(timespec="seconds")
+
+
+PATH = string("File path, relative to the project root (or absolute inside it).", minLength=1)
+
+READ_TOOLS = (
+    ToolSpec(
+        name="read_file",
+        description=(
+            "Read a text file and return its lines numbered like `cat -n`. Shows at most "
+            "2000 lines per call and 2000 characters per line; when the output ends with a "
+            "'file continues' marker, call again with the offset it gives. The encoding is "
+            "detected (UTF-8, UTF-16, legacy encodings). Binary files, images and files over "
+            "the size limit are refused with the detected type: use grep or get_file_info "
+            "for those. Read a file before editing it: edits are checked against what you read."
+        ),
+        parameters=schema(
+            {
+                "path": PATH,
+                "offset": integer("Lines to skip from the start (0 = first line).", 0, minimum=0),
+                "limit": {
+                    "type": ["integer", "null"],
+                    "description": "How many lines to return (at most 2000; default all).",
+                    "minimum": 1,
+                    "default": None,
+                },
+            },
+            ("path",),
+        ),
+        risk=Risk.READ,
+        run=read_file,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="read_many_files",
+        description=(
+            "Read several text files at once, each under a '==> path <==' header with numbered "
+            "lines. Accepts paths and glob patterns (e.g. 'src/**/*.py'). Capped at 50 files "
+            "and 1 MB in total; files that are skipped (binary, too large, over the budget) "
+            "are listed with the reason. Use read_file with offset for long files."
+        ),
+        parameters=schema(
+            {
+                "paths": {
+                    "type": "array",
+                    "items": {"type": "string", "minLength": 1},
+                    "minItems": 1,
+                    "description": "Paths or glob patterns relative to the project root.",
+                }
+            },
+            ("paths",),
+        ),
+        risk=Risk.READ,
+        run=read_many_files,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="file_exists",
+        description="Tell whether a path exists and whether it is a file or a directory.",
+        parameters=schema({"path": PATH}, ("path",)),
+        risk=Risk.READ,
+        run=file_exists,
+        idempotent=True,
+    ),
+    ToolSpec(
+        name="get_file_info",
+        description=(
+            "Metadata of a file or directory: size, modified/created times, type, "
+            "permissions, and for text files the encoding and line count. Use it to check a "
+            "file's size or type before reading it."
+        ),
+        parameters=schema({"path": PATH}, ("path",)),
+        risk=Risk.READ,
+        run=get_file_info,
+        idempotent=True,
+    ),
+)

@@ -1,0 +1,14 @@
+"""Every tool the toolkit offers, by name."""
+
+from __future__ import annotations
+
+from .read_tools import READ_TOOLS
+from .search_tools import SEARCH_TOOLS
+from .spec import ToolSpec
+from .write_tools import WRITE_TOOLS
+
+ALL_TOOLS: tuple[ToolSpec, ...] = (*READ_TOOLS, *SEARCH_TOOLS, *WRITE_TOOLS)
+
+
+def tool_table() -> dict[str, ToolSpec]:
+    return {spec.name: spec for spec in ALL_TOOLS}

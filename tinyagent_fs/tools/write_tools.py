@@ -1,0 +1,253 @@
+"""Tools that change file contents: write_file, edit_file, multi_edit.
+
+Each one only plans: it reads through the provider, computes the new bytes and
+returns a Plan. Review, commit, journal and audit are the pipeline's job.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..changes import ChangeKind, ChangeSet, FileChange
+from ..edit import EditResult, apply_edit, apply_edits
+from ..errors import ErrorCode, ToolError
+from ..hooks.decision import Risk
+from ..text import DecodedText, decode_text, encode_text, split_lines
+from .context import ToolContext
+from .format import snippet
+from .plan import Plan
+from .result import ToolResult
+from .spec import ToolSpec, boolean, integer, schema, string
+
+UTF8_LF = DecodedText("", "utf-8", b"", "\n")
+
+
+async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedText | None]:
+    """The file's bytes and decoding (None for a missing or undecodable file).
+
+    Refuses directories, and files that changed since the model last read them.
+    """
+    info = await ctx.stat(path)
+    if info is not None and info["type"] == "directory":
+        raise ToolError(
+            ErrorCode.IS_A_DIRECTORY,
+            f"{ctx.relative(path)} is a directory",
+            "give a file path inside it",
+        )
+    old = await ctx.read_existing(path)
+    ctx.read_state.check_unchanged(path, old, ctx.relative(path))
+    if old is None:
+        return None, None
+    try:
+        return old, decode_text(old, ctx.relative(path))
+    except ToolError:
+        return old, None
+
+
+def _with_file_newlines(text: str, like: DecodedText) -> str:
+    """Text written as LF into a CRLF (or CR) file gets the file's line ending."""
+    if like.newline != "\n" and "\r" not in text:
+        return text.replace("\n", like.newline)
+    return text
+
+
+async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
+    path = ctx.resolve(args["path"], for_write=True)
+    shown = ctx.relative(path)
+    parent = await ctx.stat(path.parent)
+    if parent is None and not args["create_dirs"]:
+        raise ToolError(
+            ErrorCode.NOT_FOUND,
+            f"the directory of {shown} does not exist",
+            "call again with create_dirs=true",
+        )
+    if parent is not None and parent["type"] != "directory":
+        raise ToolError(
+            ErrorCode.NOT_A_DIRECTORY, f"{ctx.relative(path.parent)} is not a directory"
+        )
+    old, decoded = await _current(ctx, path)
+    like = decoded or UTF8_LF
+    text = _with_file_newlines(args["content"], like) if decoded else args["content"]
+    new = encode_text(text, like)
+    kind = ChangeKind.CREATE if old is None else ChangeKind.MODIFY
+    change = FileChange(
+        kind, path, old, new, old_text=decoded.text if decoded else None, new_text=text
+    )
+    changeset = ChangeSet("write_file", (change,), ctx.root, summary=f"write {shown}")
+
+    def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
+        done = final.changes[0]
+        size = len(done.new_bytes or b"")
+        lines = len(split_lines(done.new_text or ""))
+        verb = "Created" if done.kind is ChangeKind.CREATE else "Overwrote"
+        added, removed = done.line_counts()
+        return ToolResult.success(
+            f"{verb} {shown} ({size} bytes, {lines} lines)",
+            {
+                "path": shown,
+                "created": done.kind is ChangeKind.CREATE,
+                "bytes": size,
+                "lines": lines,
+                "lines_added": added,
+                "lines_removed": removed,
+                "encoding": like.encoding,
+            },
+        )
+
+    return Plan(changeset, render, {path: like})
+
+
+async def plan_edit_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
+    path = ctx.resolve(args["path"], for_write=True)
+    old, decoded = await _current(ctx, path)
+    if args["old_string"] == "" and (old is None or old == b""):
+        return await plan_write_file(
+            ctx, {"path": args["path"], "content": args["new_string"], "create_dirs": True}
+        )
+    shown = ctx.relative(path)
+    if old is None:
+        raise ToolError(
+            ErrorCode.NOT_FOUND,
+            f"{shown} does not exist",
+            "check the path, or pass old_string='' to create the file",
+        )
+    decoded = decoded or decode_text(old, shown)
+    if args["old_string"] == "":
+        raise ToolError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"old_string is empty but {shown} already has content",
+            "give the exact text to replace, or use write_file to replace the whole file",
+        )
+    result = apply_edit(
+        decoded.text,
+        args["old_string"],
+        args["new_string"],
+        expected_replacements=args["expected_replacements"],
+        replace_all=args.get("replace_all", False),
+        regex=args.get("regex", False),
+        file_newline=decoded.newline,
+    )
+    return _edit_plan(ctx, "edit_file", path, old, decoded, result)
+
+
+async def plan_multi_edit(ctx: ToolContext, args: dict[str, Any]) -> Plan:
+    path = ctx.resolve(args["path"], for_write=True)
+    shown = ctx.relative(path)
+    old, decoded = await _current(ctx, path)
+    if old is None:
+        raise ToolError(ErrorCode.NOT_FOUND, f"{shown} does not exist", "check the path")
+    decoded = decoded or decode_text(old, shown)
+    result = apply_edits(decoded.text, args["edits"], file_newline=decoded.newline)
+    return _edit_plan(ctx, "multi_edit", path, old, decoded, result)
+
+
+def _edit_plan(
+    ctx: ToolContext,
+    tool: str,
+    path: Path,
+    old: bytes,
+    decoded: DecodedText,
+    result: EditResult,
+) -> Plan:
+    shown = ctx.relative(path)
+    new = encode_text(result.text, decoded)
+    change = FileChange(
+        ChangeKind.MODIFY, path, old, new, old_text=decoded.text, new_text=result.text
+    )
+    changeset = ChangeSet(tool, (change,), ctx.root, summary=f"edit {shown}")
+
+    def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
+        done = final.changes[0]
+        new_text = done.new_text or ""
+        ranges = result.changed_lines if new_text == result.text else [(1, 1)]
+        shown_snippets = [snippet(new_text, start, end) for start, end in ranges[:5]]
+        added, removed = done.line_counts()
+        head = f"Edited {shown}: {result.replacements} replacement(s), +{added} -{removed} lines"
+        if result.tolerance != "exact":
+            head += (
+                f" (no exact match; applied with tolerance '{result.tolerance}' "
+                "at the one location that fits)"
+            )
+        return ToolResult.success(
+            head + "\n" + "\n...\n".join(shown_snippets),
+            {
+                "path": shown,
+                "replacements": result.replacements,
+                "tolerance": result.tolerance,
+                "lines_added": added,
+                "lines_removed": removed,
+            },
+        )
+
+    return Plan(changeset, render, {path: decoded})
+
+
+FILE = string("File path relative to the project root.", minLength=1)
+EDIT_FIELDS = {
+    "old_string": string(
+        "Exact text to replace, copied from read_file output without the "
+        "line-number prefix. Empty to create a new file."
+    ),
+    "new_string": string("Replacement text."),
+    "expected_replacements": integer("How many occurrences old_string must have.", 1, minimum=1),
+}
+
+WRITE_TOOLS = (
+    ToolSpec(
+        name="write_file",
+        description=(
+            "Create a file or replace its whole content. The write is atomic (the old file "
+            "stays intact until the new one is complete) and keeps the file's mode, encoding "
+            "and line endings. Missing parent directories are created unless "
+            "create_dirs=false. For small changes prefer edit_file. A CONFLICT error means "
+            "the file changed since you read it: read it again first."
+        ),
+        parameters=schema(
+            {
+                "path": FILE,
+                "content": string("The complete new content of the file."),
+                "create_dirs": boolean("Create missing parent directories.", True),
+            },
+            ("path", "content"),
+        ),
+        risk=Risk.WRITE,
+        plan=plan_write_file,
+    ),
+    ToolSpec(
+        name="edit_file",
+        description=(
+            "Replace old_string with new_string in a file. old_string must match the file "
+            "exactly (whitespace included) and occur exactly expected_replacements times; "
+            "include enough surrounding lines to make it unique. On NO_MATCH the error shows "
+            "the nearest candidate lines: read the file there and copy the text exactly. On "
+            "AMBIGUOUS_MATCH add context or set expected_replacements. old_string='' creates "
+            "a new file with new_string."
+        ),
+        parameters=schema({"path": FILE, **EDIT_FIELDS}, ("path", "old_string", "new_string")),
+        risk=Risk.WRITE,
+        plan=plan_edit_file,
+    ),
+    ToolSpec(
+        name="multi_edit",
+        description=(
+            "Apply several edits to one file, in order, all or none: each edit sees the "
+            "result of the previous one. Same matching rules as edit_file; if any edit fails "
+            "nothing is written and the error names the failing edit."
+        ),
+        parameters=schema(
+            {
+                "path": FILE,
+                "edits": {
+                    "type": "array",
+                    "minItems": 1,
+                    "items": schema(EDIT_FIELDS, ("old_string", "new_string")),
+                    "description": "Edits applied one after another.",
+                },
+            },
+            ("path", "edits"),
+        ),
+        risk=Risk.WRITE,
+        plan=plan_multi_edit,
+    ),
+)
