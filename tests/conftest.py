@@ -23,6 +23,7 @@ def isolated_audit_dir(
     """No test writes to the real per-user audit log."""
     directory = tmp_path_factory.mktemp("audit")
     monkeypatch.setenv("TINYAGENT_FS_AUDIT_DIR", str(directory))
+    monkeypatch.setenv("TINYAGENT_FS_JOURNAL_DIR", str(directory / "journal"))
     return directory
 
 

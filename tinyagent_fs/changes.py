@@ -19,6 +19,8 @@ from .text import split_lines
 
 MISSING = "missing"
 """The planned-against hash of a path that must not exist at commit time."""
+DIRECTORY = "directory"
+"""The planned-against hash of a path that must be a directory at commit time."""
 
 
 class ChangeKind(str, Enum):
@@ -27,6 +29,7 @@ class ChangeKind(str, Enum):
     DELETE = "delete"
     MOVE = "move"
     MKDIR = "mkdir"
+    RMDIR = "rmdir"
 
 
 def content_hash(data: bytes | None) -> str:
@@ -59,6 +62,8 @@ class FileChange:
 
     @property
     def expected_hash(self) -> str:
+        if self.kind is ChangeKind.RMDIR:
+            return DIRECTORY
         return content_hash(self.old_bytes)
 
     @property
@@ -85,7 +90,9 @@ class FileChange:
             return p.as_posix()
 
         if self.kind is ChangeKind.MKDIR:
-            return [f"directory {show(self.path)}/ created"]
+            return [f"new directory {show(self.path)}/\n"]
+        if self.kind is ChangeKind.RMDIR:
+            return [f"deleted directory {show(self.path)}/\n"]
         src = show(self.path)
         dst = show(self.dest) if self.dest is not None else src
         old_text = _display_text(self.old_bytes, self.old_text)

@@ -6,13 +6,14 @@ from collections.abc import Callable
 from typing import Any
 
 from .commit import commit_changes, recover_commit
-from .files import read_bytes, stat_path
+from .files import read_bytes, stat_path, walk_all
 from .listing import list_tree
 from .search import glob_files, grep
 
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "read_bytes": read_bytes,
     "stat_path": stat_path,
+    "walk_all": walk_all,
     "list_tree": list_tree,
     "glob_files": glob_files,
     "grep": grep,

@@ -79,6 +79,8 @@ def recover_commit(change_id: str, directories: list[str]) -> list[str]:
             if name.endswith(".bak"):
                 original = os.path.join(directory, name[1 : name.index(marker)])
                 os.replace(full, original)
+                if os.path.lexists(full):  # both names were one inode: rename did nothing
+                    os.unlink(full)
                 restored.append(original)
             else:
                 _remove(full)
@@ -123,7 +125,7 @@ def _current_hash(path: str) -> str:
 
 
 def _stage(step: _Step, change_id: str, created_dirs: list[str]) -> None:
-    if step.kind == "mkdir":
+    if step.kind in ("mkdir", "rmdir"):
         return
     target = step.dest if step.kind == "move" else step.path
     if step.new_bytes is None or target is None:
@@ -155,7 +157,7 @@ def _apply(step: _Step, change_id: str) -> None:
         os.replace(step.staged, step.dest)
         step.staged = None
         _unlink_original(step.path)
-    elif step.kind == "delete":
+    elif step.kind in ("delete", "rmdir"):
         _unlink_original(step.path)
     else:
         assert step.staged is not None
@@ -185,7 +187,7 @@ def _roll_back(applied: list[_Step], steps: list[_Step], created_dirs: list[str]
     for step in reversed(applied):
         if step.kind == "move" and step.dest is not None:
             _remove(step.dest)
-        elif step.kind in ("create", "modify") and not step.backups:
+        elif step.kind in ("create", "modify", "mkdir") and not step.backups:
             _remove(step.path)
         for original, backup in reversed(step.backups):
             os.replace(backup, original)

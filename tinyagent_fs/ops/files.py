@@ -101,3 +101,22 @@ def _too_large(path: str, size: int, limit: int) -> ToolError:
         "use grep to find the part you need",
         details={"size": size, "limit": limit},
     )
+
+
+def walk_all(path: str) -> dict[str, list[str]]:
+    """Every entry under a directory, unfiltered: what a recursive delete, move or
+    copy would touch. Directories come parents first; symlinks are not followed."""
+    files: list[str] = []
+    dirs: list[str] = []
+    links: list[str] = []
+    for current, subdirs, names in os.walk(path, followlinks=False):
+        dirs.append(current)
+        for name in sorted(subdirs):
+            full = os.path.join(current, name)
+            if os.path.islink(full):
+                links.append(full)
+        subdirs[:] = sorted(d for d in subdirs if not os.path.islink(os.path.join(current, d)))
+        for name in sorted(names):
+            full = os.path.join(current, name)
+            (links if os.path.islink(full) else files).append(full)
+    return {"files": files, "dirs": dirs, "symlinks": links}

@@ -27,4 +27,11 @@ class LocalProvider(Provider):
             raise ToolError(
                 ErrorCode.INTERNAL_ERROR, f"unknown provider operation {op!r}"
             ) from None
-        return operation(**kwargs)
+        try:
+            return operation(**kwargs)
+        except PermissionError as exc:
+            raise ToolError(
+                ErrorCode.PERMISSION_DENIED, f"{op}: {exc}", security_violation=False
+            ) from None
+        except OSError as exc:
+            raise ToolError(ErrorCode.IO_ERROR, f"{op}: {exc}") from None

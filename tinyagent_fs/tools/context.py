@@ -9,6 +9,7 @@ from typing import Any
 from ..changes import content_hash
 from ..errors import ErrorCode, ToolError
 from ..guard import PathGuard
+from ..journal import UndoJournal
 from ..limits import ResourceLimiter
 from ..policy import SandboxPolicy
 from ..providers.base import Provider
@@ -48,6 +49,7 @@ class ToolContext:
     provider: Provider
     policy: SandboxPolicy
     limiter: ResourceLimiter
+    journal: UndoJournal | None = None
     read_state: ReadState = field(default_factory=ReadState)
 
     @property
@@ -62,6 +64,27 @@ class ToolContext:
 
     async def stat(self, path: Path) -> dict[str, Any] | None:
         return await self.provider.call("stat_path", path=str(path))
+
+    async def missing_directories(self, path: Path) -> list[Path]:
+        """``path`` and its parents that do not exist yet, outermost first.
+
+        Plans create them explicitly (MKDIR changes) so that review shows them and
+        undo removes them again.
+        """
+        missing: list[Path] = []
+        current = path
+        while current != self.root:
+            info = await self.stat(current)
+            if info is not None:
+                if info["type"] != "directory":
+                    raise ToolError(
+                        ErrorCode.NOT_A_DIRECTORY,
+                        f"{self.relative(current)} exists and is not a directory",
+                    )
+                break
+            missing.append(current)
+            current = current.parent
+        return missing[::-1]
 
     async def read_bytes(self, path: Path, max_bytes: int | None = None) -> bytes:
         data: bytes = await self.provider.call(

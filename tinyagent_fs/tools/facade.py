@@ -9,6 +9,7 @@ from typing import Any
 from ..audit import AuditLog
 from ..guard import PathGuard
 from ..hooks.runner import HookRunner
+from ..journal import UndoJournal, default_journal_dir
 from ..limits import ResourceLimiter
 from ..policy import SandboxPolicy
 from ..providers import default_provider
@@ -28,7 +29,8 @@ class FileTools:
     raises for a tool-level failure; the ToolResult says what went wrong.
 
     ``audit=None`` writes to the per-user audit log (outside the project);
-    ``audit=False`` records nothing.
+    ``audit=False`` records nothing. ``journal`` is where undo keeps old bytes
+    (default: the per-user state directory); ``journal=False`` keeps none.
     """
 
     def __init__(
@@ -38,6 +40,8 @@ class FileTools:
         provider: Provider | None = None,
         hooks: Sequence[Any] = (),
         audit: AuditLog | bool | None = None,
+        *,
+        journal: UndoJournal | bool | None = None,
     ) -> None:
         self.policy = policy or SandboxPolicy()
         self.guard = PathGuard(root, self.policy)
@@ -49,7 +53,12 @@ class FileTools:
         self.limiter = ResourceLimiter(
             self.policy.max_requests_per_round, self.policy.max_bytes_per_round
         )
-        self.context = ToolContext(self.guard, self.provider, self.policy, self.limiter)
+        if journal is None or journal is True:
+            journal = UndoJournal(default_journal_dir(self.guard.root))
+        self.journal: UndoJournal | None = journal or None
+        self.context = ToolContext(
+            self.guard, self.provider, self.policy, self.limiter, self.journal
+        )
         self.tools = tool_table()
         self._pipeline = Pipeline(self.tools, self.context, self.hooks, self.audit)
 
@@ -145,3 +154,18 @@ class FileTools:
 
     async def get_file_info(self, path: str) -> ToolResult:
         return await self.call("get_file_info", {"path": path})
+
+    async def delete_path(self, path: str, recursive: bool = False) -> ToolResult:
+        return await self.call("delete_path", {"path": path, "recursive": recursive})
+
+    async def move_path(self, src: str, dst: str, overwrite: bool = False) -> ToolResult:
+        return await self.call("move_path", {"src": src, "dst": dst, "overwrite": overwrite})
+
+    async def copy_path(self, src: str, dst: str, overwrite: bool = False) -> ToolResult:
+        return await self.call("copy_path", {"src": src, "dst": dst, "overwrite": overwrite})
+
+    async def create_directory(self, path: str) -> ToolResult:
+        return await self.call("create_directory", {"path": path})
+
+    async def undo(self, change_id: str | None = None) -> ToolResult:
+        return await self.call("undo", {"change_id": change_id})

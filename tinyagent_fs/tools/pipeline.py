@@ -14,6 +14,7 @@ from ..hooks.decision import Decision, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
 from .context import ToolContext
 from .plan import Plan
+from .restore import commit_payload, recover_interrupted
 from .result import ToolResult
 from .spec import ToolSpec
 from .validate import validate_arguments
@@ -44,11 +45,14 @@ class Pipeline:
         self.ctx = ctx
         self.hooks = hooks
         self.audit = audit
+        self.recovered: list[str] | None = None
 
     async def call(self, name: str, args: Any) -> ToolResult:
         record = CallRecord(name, args if isinstance(args, dict) else {"arguments": args})
         bytes_before = self.ctx.limiter.bytes
         try:
+            if self.recovered is None and self.ctx.journal is not None:
+                self.recovered = await recover_interrupted(self.ctx, self.ctx.journal)
             result = await self._run(record, name, args)
         except ToolError as error:
             result = ToolResult.failure(error)
@@ -131,27 +135,36 @@ class Pipeline:
 
     async def _commit(self, plan: Plan) -> dict[str, Any]:
         changeset = plan.changeset
-        payload = [
-            {
-                "kind": c.kind.value,
-                "path": str(c.path),
-                "dest": str(c.dest) if c.dest is not None else None,
-                "expected_hash": c.expected_hash,
-                "dest_expected_hash": c.dest_expected_hash,
-                "new_bytes": c.new_bytes,
-                "mode": c.mode,
-            }
-            for c in changeset.changes
-        ]
-        report: dict[str, Any] = await self.ctx.provider.call(
-            "commit_changes", change_id=changeset.change_id, changes=payload
-        )
+        journal = self.ctx.journal
+        if journal is not None:
+            journal.begin(changeset)
+        try:
+            report: dict[str, Any] = await self.ctx.provider.call(
+                "commit_changes", change_id=changeset.change_id, changes=commit_payload(changeset)
+            )
+        except ToolError as error:
+            # The commit rolls itself back on any error it can see; only a worker
+            # that died mid-commit leaves files for recovery to put back.
+            if journal is not None:
+                if error.code is ErrorCode.SANDBOX_FAILURE:
+                    await recover_interrupted(self.ctx, journal)
+                else:
+                    journal.abandon(changeset.change_id)
+            raise
+        except Exception:
+            if journal is not None:
+                journal.abandon(changeset.change_id)
+            raise
+        if journal is not None:
+            journal.finish(changeset.change_id)
         for change in changeset.changes:
             if change.dest is not None:
                 self.ctx.read_state.remember(change.path, None)
                 self.ctx.read_state.remember(change.dest, change.new_bytes)
             else:
                 self.ctx.read_state.remember(change.path, change.new_bytes)
+        if plan.after_commit is not None:
+            plan.after_commit(changeset)
         return report
 
     def _record(self, record: CallRecord, result: ToolResult) -> None:

@@ -17,11 +17,13 @@ Renderer = Callable[[ChangeSet, dict], ToolResult]
 @dataclass(frozen=True)
 class Plan:
     """``formats`` keeps each file's encoding, BOM and line endings for re-encoding
-    content a person edited during review."""
+    content a person edited during review; ``after_commit`` runs once the change is
+    on disk (undo uses it to mark what it reverted)."""
 
     changeset: ChangeSet
     render: Renderer
     formats: dict[Path, DecodedText] = field(default_factory=dict)
+    after_commit: Callable[[ChangeSet], None] | None = None
 
     def with_content(self, edited: dict[str, str], root: Path) -> Plan:
         """The same plan with new text for the named files (paths relative to root)."""

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from .path_tools import PATH_TOOLS
 from .read_tools import READ_TOOLS
 from .search_tools import SEARCH_TOOLS
 from .spec import ToolSpec
+from .undo_tool import UNDO_TOOLS
 from .write_tools import WRITE_TOOLS
 
-ALL_TOOLS: tuple[ToolSpec, ...] = (*READ_TOOLS, *SEARCH_TOOLS, *WRITE_TOOLS)
+ALL_TOOLS: tuple[ToolSpec, ...] = (
+    *READ_TOOLS,
+    *SEARCH_TOOLS,
+    *WRITE_TOOLS,
+    *PATH_TOOLS,
+    *UNDO_TOOLS,
+)
 
 
 def tool_table() -> dict[str, ToolSpec]:

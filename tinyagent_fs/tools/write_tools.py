@@ -74,10 +74,14 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     change = FileChange(
         kind, path, old, new, old_text=decoded.text if decoded else None, new_text=text
     )
-    changeset = ChangeSet("write_file", (change,), ctx.root, summary=f"write {shown}")
+    parents = [
+        FileChange(ChangeKind.MKDIR, d, None, None)
+        for d in await ctx.missing_directories(path.parent)
+    ]
+    changeset = ChangeSet("write_file", (*parents, change), ctx.root, summary=f"write {shown}")
 
     def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
-        done = final.changes[0]
+        done = final.changes[-1]
         size = len(done.new_bytes or b"")
         lines = len(split_lines(done.new_text or ""))
         verb = "Created" if done.kind is ChangeKind.CREATE else "Overwrote"

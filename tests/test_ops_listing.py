@@ -1,0 +1,148 @@
+"""list_tree: tree order, depth, hidden entries, denials, limits."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.ops.listing import list_tree
+
+from .ops_tree import DENIED, build_tree
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return build_tree(tmp_path / "project").resolve()
+
+
+def listing(root: Path, path: str = "", **options: Any) -> dict[str, Any]:
+    arguments: dict[str, Any] = {"depth": 1, "include_hidden": False, "limit": 1000}
+    arguments.update(options)
+    return list_tree(str(root), str(root / path), denied_patterns=DENIED, **arguments)
+
+
+def names(result: dict[str, Any]) -> list[str]:
+    return [entry["path"] for entry in result["entries"]]
+
+
+def test_depth_one_lists_direct_children_sorted_without_hidden_or_denied(tree: Path) -> None:
+    assert names(listing(tree)) == [
+        "README.md",
+        "app.log",
+        "build",
+        "certs",
+        "docs",
+        "link_to_main.py",
+        "linked_src",
+        "src",
+        "top_only.txt",
+        "vendor",
+    ]
+
+
+def test_deeper_listing_is_a_preorder_tree(tree: Path) -> None:
+    (tree / "src" / "app.txt").write_text("file sorting between dir 'app' and 'important.log'\n")
+    result = listing(tree, "src", depth=2, include_hidden=True)
+    assert [(e["path"], e["depth"]) for e in result["entries"]] == [
+        ("src/.gitignore", 1),
+        ("src/app", 1),
+        ("src/app/bom.txt", 2),
+        ("src/app/data.bin", 2),
+        ("src/app/main.py", 2),
+        ("src/app/util.py", 2),
+        ("src/app/win.txt", 2),
+        ("src/app/x.tmp", 2),
+        ("src/app.txt", 1),
+        ("src/debug.log", 1),
+        ("src/generated", 1),
+        ("src/important.log", 1),
+        ("src/top_only.txt", 1),
+    ]
+    assert result["total"] == 13
+    assert result["omitted"] == 0
+
+
+def test_entries_describe_type_size_and_ignored(tree: Path) -> None:
+    entries = {e["path"]: e for e in listing(tree, depth=2, include_hidden=True)["entries"]}
+    assert entries["README.md"] == {
+        "path": "README.md",
+        "name": "README.md",
+        "type": "file",
+        "size": len(b"Needle at the top\n"),
+        "depth": 1,
+        "ignored": False,
+    }
+    assert entries["docs"]["type"] == "directory"
+    assert entries["docs"]["size"] is None
+    assert entries["link_to_main.py"]["type"] == "symlink"
+    assert entries["linked_src"]["type"] == "symlink"
+    assert entries["app.log"]["ignored"] and entries["build"]["ignored"]
+    assert not entries["src/important.log"]["ignored"]
+    assert entries["vendor/lib.txt"]["ignored"] and not entries["vendor/keep.txt"]["ignored"]
+
+
+def test_hidden_entries_appear_only_when_asked_and_git_is_never_expanded(tree: Path) -> None:
+    shown = names(listing(tree, depth=3, include_hidden=True))
+    assert ".hidden/config.txt" in shown
+    assert ".gitignore" in shown and ".tinyagentignore" in shown
+    assert ".git" in shown and ".git/HEAD" not in shown
+    hidden = names(listing(tree, depth=3))
+    assert not any(part.startswith(".") for path in hidden for part in path.split("/"))
+
+
+def test_denied_entries_are_never_shown(tree: Path) -> None:
+    shown = names(listing(tree, depth=5, include_hidden=True))
+    for denied in [".env", "private", "private/secret.txt", "certs/server.pem"]:
+        assert denied not in shown
+    assert "certs" in shown
+
+
+def test_gitignored_directories_are_shown_but_not_expanded(tree: Path) -> None:
+    shown = names(listing(tree, depth=3))
+    assert "build" in shown and "build/out.txt" not in shown
+    assert "src/generated" in shown and "src/generated/gen.py" not in shown
+    assert names(listing(tree, "build")) == ["build/out.txt"]
+
+
+def test_symlinked_directories_are_not_followed(tree: Path) -> None:
+    shown = names(listing(tree, depth=3))
+    assert "linked_src" in shown
+    assert not any(path.startswith("linked_src/") for path in shown)
+
+
+def test_limit_counts_what_it_leaves_out(tree: Path) -> None:
+    result = listing(tree, depth=3, limit=4)
+    assert names(result) == ["README.md", "app.log", "build", "certs"]
+    assert result["total"] == len(names(listing(tree, depth=3)))
+    assert result["omitted"] == result["total"] - 4
+    assert result["omitted_is_lower_bound"] is False
+
+
+def test_counting_stops_at_a_bound_and_says_so(tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    root.mkdir()
+    for index in range(250):
+        (root / f"f{index:03}").write_text("")
+    result = list_tree(str(root), str(root), 1, False, 2, [])
+    assert names(result) == ["f000", "f001"]
+    assert result["total"] == 200
+    assert result["omitted"] == 198
+    assert result["omitted_is_lower_bound"] is True
+    exact = list_tree(str(root), str(root), 1, False, 3, [])
+    assert exact["total"] == 250
+    assert exact["omitted_is_lower_bound"] is False
+
+
+def test_listing_a_file_or_missing_path_is_an_error(tree: Path) -> None:
+    with pytest.raises(ToolError) as caught:
+        listing(tree, "README.md")
+    assert caught.value.code is ErrorCode.NOT_A_DIRECTORY
+    with pytest.raises(ToolError) as caught:
+        listing(tree, "nope")
+    assert caught.value.code is ErrorCode.NOT_FOUND
+    with pytest.raises(ToolError) as caught:
+        listing(tree, depth=0)
+    assert caught.value.code is ErrorCode.INVALID_ARGUMENT

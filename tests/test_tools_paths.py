@@ -1,0 +1,122 @@
+"""delete_path, move_path, copy_path, create_directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tinyagent_fs import FileTools
+
+
+async def test_delete_file_reports_what_was_removed(fs: FileTools, project: Path) -> None:
+    result = await fs.delete_path("README.md")
+    assert result.ok
+    assert result.data == {
+        "path": "README.md",
+        "type": "file",
+        "files": 1,
+        "directories": 0,
+        "change_id": result.data["change_id"],
+    }
+    assert not (project / "README.md").exists()
+
+
+async def test_non_empty_directory_needs_recursive(fs: FileTools, project: Path) -> None:
+    result = await fs.delete_path("src")
+    assert result.error.code == "INVALID_ARGUMENT"
+    assert "recursive=true" in result.error.hint
+    assert (project / "src/pkg/core.py").exists()
+
+
+async def test_recursive_delete_counts_files_and_directories(fs: FileTools, project: Path) -> None:
+    result = await fs.delete_path("src", recursive=True)
+    assert result.ok, result.text
+    assert result.data["files"] == 2 and result.data["directories"] == 2
+    assert not (project / "src").exists()
+    assert sorted(p.name for p in project.iterdir()) == [".env", "README.md", "docs"]
+
+
+async def test_empty_directory_deletes_without_recursive(fs: FileTools, project: Path) -> None:
+    (project / "empty").mkdir()
+    assert (await fs.delete_path("empty")).ok
+    assert not (project / "empty").exists()
+
+
+async def test_root_can_never_be_deleted(fs: FileTools, project: Path) -> None:
+    for spelling in (".", "", str(project), "src/.."):
+        result = await fs.delete_path(spelling, recursive=True)
+        assert not result.ok
+        assert result.error.code in ("INVALID_ARGUMENT",)
+    assert (project / "README.md").exists()
+
+
+async def test_directory_holding_a_secret_is_not_deleted(fs: FileTools, project: Path) -> None:
+    (project / "conf").mkdir()
+    (project / "conf" / ".env").write_text("TOKEN=1\n")
+    (project / "conf" / "app.toml").write_text("x = 1\n")
+    result = await fs.delete_path("conf", recursive=True)
+    assert result.error.code == "DENIED_PATTERN"
+    assert (project / "conf" / "app.toml").exists()
+
+
+async def test_move_file_renames_and_keeps_mode(fs: FileTools, project: Path) -> None:
+    (project / "tool.sh").write_text("echo hi\n")
+    (project / "tool.sh").chmod(0o755)
+    result = await fs.move_path("tool.sh", "bin/tool.sh")
+    assert result.ok, result.text
+    assert not (project / "tool.sh").exists()
+    assert (project / "bin/tool.sh").read_text() == "echo hi\n"
+    assert (project / "bin/tool.sh").stat().st_mode & 0o777 == 0o755
+
+
+async def test_move_into_existing_directory(fs: FileTools, project: Path) -> None:
+    assert (await fs.move_path("README.md", "docs")).ok
+    assert (project / "docs/README.md").read_text() == "# Sample\n"
+
+
+async def test_move_onto_existing_file_needs_overwrite(fs: FileTools, project: Path) -> None:
+    result = await fs.move_path("README.md", "docs/guide.md")
+    assert result.error.code == "ALREADY_EXISTS"
+    assert (project / "README.md").exists()
+    assert (await fs.move_path("README.md", "docs/guide.md", overwrite=True)).ok
+    assert (project / "docs/guide.md").read_text() == "# Sample\n"
+
+
+async def test_move_directory_moves_everything(fs: FileTools, project: Path) -> None:
+    result = await fs.move_path("src", "lib")
+    assert result.ok, result.text
+    assert (project / "lib/pkg/core.py").exists()
+    assert not (project / "src").exists()
+
+
+async def test_move_into_itself_is_refused(fs: FileTools) -> None:
+    result = await fs.move_path("src", "src/pkg/inner")
+    assert result.error.code == "INVALID_ARGUMENT"
+
+
+async def test_copy_directory_keeps_source(fs: FileTools, project: Path) -> None:
+    assert (await fs.copy_path("src", "backup")).ok
+    assert (project / "backup/pkg/core.py").read_bytes() == (
+        project / "src/pkg/core.py"
+    ).read_bytes()
+    assert (project / "src/pkg/core.py").exists()
+
+
+async def test_copy_onto_existing_needs_overwrite(fs: FileTools, project: Path) -> None:
+    assert (await fs.copy_path("README.md", "docs/guide.md")).error.code == "ALREADY_EXISTS"
+
+
+async def test_create_directory_is_idempotent(fs: FileTools, project: Path) -> None:
+    first = await fs.create_directory("a/b/c")
+    assert first.ok and first.data["created"] is True
+    assert (project / "a/b/c").is_dir()
+    again = await fs.create_directory("a/b/c")
+    assert again.ok and again.data["created"] is False
+
+
+async def test_create_directory_over_a_file_is_refused(fs: FileTools) -> None:
+    assert (await fs.create_directory("README.md")).error.code == "ALREADY_EXISTS"
+    assert (await fs.create_directory("README.md/sub")).error.code in (
+        "NOT_A_DIRECTORY",
+        "PATH_OUTSIDE_ROOT",
+        "INVALID_ARGUMENT",
+    )

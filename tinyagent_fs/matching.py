@@ -1,0 +1,394 @@
+"""Finding the text an edit means, even when the model copied it imperfectly.
+
+Models reproduce file text from memory: they drop trailing spaces, re-indent with
+spaces what the file indents with tabs, write LF into CRLF files and "straighten"
+typographic quotes. Each tolerance is a stage that is tried only after the
+stricter ones found nothing, and each includes the ones before it. A tolerant
+stage may place an edit only where exactly one location fits, so tolerance never
+turns into guessing. Spans always refer to the original text, which is never
+normalised: whatever the stage, bytes outside the matched span stay untouched.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+
+from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.match_hints import list_lines, no_match_error
+from tinyagent_fs.text import split_lines
+
+STAGES = ("exact", "trailing_whitespace", "indentation", "line_endings", "typography")
+
+TOLERANCE_IGNORED = {
+    "trailing_whitespace": "trailing whitespace",
+    "indentation": "trailing whitespace and indentation",
+    "line_endings": "whitespace and line endings (CRLF/LF)",
+    "typography": "whitespace, line endings and typographic quotes/dashes",
+}
+"""What each tolerant stage (and so every stage before it) disregards."""
+
+TOLERANCE_NOTES = {
+    "exact": "matched exactly",
+    **{name: f"matched ignoring {ignored}" for name, ignored in TOLERANCE_IGNORED.items()},
+}
+
+MAX_CANDIDATES = 50
+"""Tolerant stages stop collecting here: beyond one the answer is "ambiguous" anyway."""
+
+_TYPOGRAPHY = {
+    '"': "\u201c\u201d\u201e\u201f",
+    "'": "\u2018\u2019\u201a\u201b",
+    "-": "\u2010\u2011\u2012\u2013\u2014\u2015\u2212",
+    " ": "\u00a0",
+}
+_FOLD = str.maketrans({fancy: plain for plain, chars in _TYPOGRAPHY.items() for fancy in chars})
+_ELLIPSIS = "\u2026"
+_CLASSES = {plain: "[" + re.escape(plain + chars) + "]" for plain, chars in _TYPOGRAPHY.items()}
+_MIN_KEY = 3
+_MAX_KEY_HITS = 5000
+"""Beyond this many occurrences of the first line, one regex scan is cheaper."""
+_HSPACE = r"[^\S\r\n]*"
+_ANY_BREAK = r"(?:\r\n|\r|\n)"
+_LINE_START = r"(?:(?<=[\r\n])|\A)"
+_BREAK = re.compile(r"\r\n|\r|\n")
+
+
+def fold_typography(text: str) -> str:
+    """Typographic quotes, dashes, ellipsis and no-break spaces as their ASCII look-alikes."""
+    return text.translate(_FOLD).replace(_ELLIPSIS, "...")
+
+
+def line_content(line: str) -> str:
+    """A line from ``split_lines`` without its ending."""
+    return line.rstrip("\r\n")
+
+
+@dataclass(frozen=True)
+class IndentShift:
+    """How the file's indentation differs from the model's, uniformly over a match.
+
+    Either the file has an extra prefix (``add``), or the model had one
+    (``remove``), or the difference is a number of columns at some tab size
+    (tabs vs spaces), rendered in the file's style. ``first_line`` is False when
+    the matched text starts mid-line, where there is no indentation to adjust.
+    """
+
+    add: str = ""
+    remove: str = ""
+    delta: int = 0
+    tab_size: int = 0
+    use_tabs: bool = False
+    first_line: bool = True
+
+    @property
+    def is_identity(self) -> bool:
+        return not (self.add or self.remove or self.tab_size)
+
+    def reindent(self, content: str) -> str:
+        """One line (without its ending) moved into the file's indentation."""
+        body = content.lstrip(" \t")
+        if not body or self.is_identity:
+            return content
+        lead = content[: len(content) - len(body)]
+        if self.add:
+            return self.add + content
+        if self.remove and lead.startswith(self.remove):
+            return lead[len(self.remove) :] + body
+        tab_size = self.tab_size or 4
+        delta = self.delta if self.tab_size else -len(self.remove.expandtabs(tab_size))
+        width = max(0, len(lead.expandtabs(tab_size)) + delta)
+        if self.use_tabs:
+            return "\t" * (width // tab_size) + " " * (width % tab_size) + body
+        return " " * width + body
+
+
+def indent_shift(
+    needle_lines: Sequence[str], file_lines: Sequence[str], first_line: bool = True
+) -> IndentShift | None:
+    """The uniform indentation change that turns ``needle_lines`` into ``file_lines``.
+
+    Lines are contents without endings, pairwise. Blank lines carry no evidence.
+    None means the indentation differs in a way no single shift explains, so the
+    match is refused: in indentation-sensitive code that is a different block.
+    """
+    pairs = [
+        (_lead(needle), _lead(found))
+        for index, (needle, found) in enumerate(zip(needle_lines, file_lines, strict=True))
+        if needle.strip() and (first_line or index > 0)
+    ]
+    if all(n == f for n, f in pairs):
+        return IndentShift(first_line=first_line)
+    n0, f0 = pairs[0]
+    if f0.endswith(n0):
+        prefix = f0[: len(f0) - len(n0)]
+        if all(f == prefix + n for n, f in pairs):
+            return IndentShift(add=prefix, first_line=first_line)
+    if n0.endswith(f0):
+        prefix = n0[: len(n0) - len(f0)]
+        if all(n == prefix + f for n, f in pairs):
+            return IndentShift(remove=prefix, first_line=first_line)
+    use_tabs = sum(f.startswith("\t") for _, f in pairs) * 2 > len(pairs)
+    for tab_size in (4, 8, 2):
+        deltas = {len(f.expandtabs(tab_size)) - len(n.expandtabs(tab_size)) for n, f in pairs}
+        if len(deltas) == 1:
+            return IndentShift(
+                delta=deltas.pop(), tab_size=tab_size, use_tabs=use_tabs, first_line=first_line
+            )
+    return None
+
+
+def _lead(content: str) -> str:
+    return content[: len(content) - len(content.lstrip(" \t"))]
+
+
+@dataclass(frozen=True)
+class LineStage:
+    """A tolerance for whole-line comparison (patch hunks): how a line is normalised."""
+
+    name: str
+    normalize: Callable[[str], str]
+    check_indent: bool
+
+
+def _unchanged(line: str) -> str:
+    return line
+
+
+LINE_STAGES = (
+    LineStage("exact", _unchanged, False),
+    LineStage("trailing_whitespace", str.rstrip, False),
+    LineStage("indentation", str.strip, True),
+    LineStage("typography", lambda line: fold_typography(line).strip(), True),
+)
+"""Line endings are not part of a line's content, so patches need no CRLF stage."""
+
+
+@dataclass(frozen=True)
+class MatchOutcome:
+    """Where a needle was found: spans into the original text, 1-based start lines."""
+
+    spans: list[tuple[int, int]]
+    tolerance: str
+    lines: list[int]
+    indent: IndentShift | None = field(default=None)
+
+
+def find_matches(text: str, needle: str) -> MatchOutcome:
+    """Every exact occurrence, else the single tolerant one; errors say where to look."""
+    if not needle:
+        raise ToolError(
+            ErrorCode.INVALID_ARGUMENT, "old_string is empty", "give the text to replace"
+        )
+    spans = exact_spans(text, needle)
+    if spans:
+        return MatchOutcome(spans, "exact", line_numbers(text, [s for s, _ in spans]))
+    previous = re.escape(needle)
+    possible = _lines_occur(text, needle)
+    for stage in range(1, len(STAGES)):
+        pattern = _stage_pattern(needle, stage)
+        if stage == len(STAGES) - 1:
+            possible = _lines_occur(fold_typography(text), fold_typography(needle))
+        if pattern == previous or not possible:
+            continue
+        previous = pattern
+        if stage < 3 and not _endings_occur(text, needle):
+            continue
+        found = _tolerant_candidates(text, needle, re.compile(pattern), stage)
+        if len(found) == 1:
+            start, end, shift = found[0]
+            return MatchOutcome([(start, end)], STAGES[stage], line_numbers(text, [start]), shift)
+        if found:
+            lines = line_numbers(text, [s for s, _, _ in found])
+            raise ToolError(
+                ErrorCode.AMBIGUOUS_MATCH,
+                f"old_string has no exact match, and ignoring {TOLERANCE_IGNORED[STAGES[stage]]} "
+                f"it fits {len(found)}{'+' if len(found) >= MAX_CANDIDATES else ''} places: "
+                f"lines {list_lines(lines)}.",
+                "copy old_string exactly from the file, with enough surrounding lines to be unique",
+                details={"lines": lines, "tolerance": STAGES[stage]},
+            )
+    raise no_match_error(text, needle)
+
+
+def exact_spans(text: str, needle: str) -> list[tuple[int, int]]:
+    """Non-overlapping occurrences, left to right, as ``str.replace`` would see them."""
+    spans: list[tuple[int, int]] = []
+    size = len(needle)
+    start = text.find(needle)
+    while start >= 0:
+        spans.append((start, start + size))
+        start = text.find(needle, start + size)
+    return spans
+
+
+def adapt_replacement(
+    replacement: str, outcome: MatchOutcome, matched_text: str, file_newline: str
+) -> str:
+    """The replacement as the file would have it: its line endings and indentation.
+
+    The ending is the one inside the matched region when it has one (mixed files
+    keep each region's style), else the file's dominant ending.
+    """
+    found = _BREAK.search(matched_text)
+    newline = found.group() if found else file_newline
+    shift = outcome.indent
+    if shift is None or shift.is_identity:
+        if newline == "\n" and "\r" not in replacement:
+            return replacement
+        return _BREAK.sub(newline, replacement)
+    out: list[str] = []
+    for index, line in enumerate(split_lines(replacement)):
+        content = line_content(line)
+        ending = newline if len(content) < len(line) else ""
+        moved = shift.reindent(content) if index > 0 or shift.first_line else content
+        out.append(moved + ending)
+    return "".join(out)
+
+
+def line_numbers(text: str, positions: Sequence[int]) -> list[int]:
+    """1-based line of each position (ascending), counting \\n, \\r\\n and \\r breaks."""
+    out: list[int] = []
+    line = 1
+    previous = 0
+    for position in positions:
+        line += _breaks(text, previous, position)
+        out.append(line)
+        previous = position
+    return out
+
+
+def _breaks(text: str, start: int, end: int) -> int:
+    """Line breaks completed in [start, end); a CRLF cut by ``end`` is not complete yet."""
+    if end <= start:
+        return 0
+    count = text.count("\n", start, end) + text.count("\r", start, end)
+    count -= text.count("\r\n", start, end)
+    if text[end - 1] == "\r" and text[end : end + 1] == "\n":
+        count -= 1
+    return count
+
+
+def _stage_pattern(needle: str, stage: int) -> str:
+    """A regex for the needle with the tolerances of ``stage`` and all before it."""
+    trailing, indentation, endings, typography = (stage >= level for level in (1, 2, 3, 4))
+    parts: list[str] = []
+    for index, line in enumerate(split_lines(needle)):
+        body = line_content(line)
+        ending = line[len(body) :]
+        lead = _lead(body) if indentation else ""
+        body = body[len(lead) :]
+        trail = ""
+        if trailing:
+            trail = body[len(body.rstrip()) :]
+            body = body[: len(body) - len(trail)]
+        indented = indentation and (index > 0 or bool(lead))
+        if indented:
+            parts.append(_LINE_START if index == 0 else "")
+            parts.append(_HSPACE)
+        parts.append(_literal(body, typography))
+        if trailing and (ending or trail):
+            if body or not indented:
+                parts.append(_HSPACE)
+            if not ending:
+                parts.append(r"(?=[\r\n]|\Z)")
+        if ending:
+            parts.append(_ANY_BREAK if endings else re.escape(ending))
+    return "".join(parts)
+
+
+def _literal(body: str, typography: bool) -> str:
+    if not typography:
+        return re.escape(body)
+    out: list[str] = []
+    for chunk in re.split(r"(\.\.\.)", fold_typography(body)):
+        if chunk == "...":
+            out.append(r"(?:\.\.\.|" + _ELLIPSIS + ")")
+            continue
+        out.extend(_CLASSES.get(char) or re.escape(char) for char in chunk)
+    return "".join(out)
+
+
+def _lines_occur(text: str, needle: str) -> bool:
+    """Cheap refusal before a regex scan: every stripped needle line must occur somewhere."""
+    return all(line.strip() in text for line in split_lines(needle))
+
+
+def _endings_occur(text: str, needle: str) -> bool:
+    """Whether every kind of line ending in the needle exists in the text on its own
+    (a CRLF file has no LF endings, though it contains LF characters)."""
+    crlf = needle.count("\r\n")
+    text_crlf = text.count("\r\n") if "\r" in needle or "\n" in needle else 0
+    if crlf and not text_crlf:
+        return False
+    if needle.count("\n") > crlf and text.count("\n") == text_crlf:
+        return False
+    return not (needle.count("\r") > crlf and text.count("\r") == text_crlf)
+
+
+def _tolerant_candidates(
+    text: str, needle: str, pattern: re.Pattern[str], stage: int
+) -> list[tuple[int, int, IndentShift | None]]:
+    """Overlapping matches of ``pattern``; from the indentation stage on, only those
+    whose indentation differs from the needle's by one uniform shift."""
+    needle_lines = [line_content(line) for line in split_lines(needle)]
+    first_line = bool(_lead(needle_lines[0]))
+    found: list[tuple[int, int, IndentShift | None]] = []
+    for match in _matches(text, needle_lines[0], pattern, stage):
+        shift: IndentShift | None = None
+        if stage >= 2:
+            file_lines = [line_content(line) for line in split_lines(match.group())]
+            shift = indent_shift(needle_lines, file_lines, first_line)
+            if shift is None:
+                continue
+        found.append((match.start(), match.end(), shift))
+        if len(found) == MAX_CANDIDATES:
+            break
+    return found
+
+
+def _matches(
+    text: str, first: str, pattern: re.Pattern[str], stage: int
+) -> Iterator[re.Match[str]]:
+    """Matches in order of their start. A regex scan of megabytes is slow when the
+    pattern starts with indentation, so where the needle's first line is distinctive
+    its occurrences (found by ``str.find``) propose the starts the pattern is tried at."""
+    starts = _likely_starts(text, first, stage)
+    if starts is None:
+        position = 0
+        while (match := pattern.search(text, position)) is not None:
+            yield match
+            position = match.start() + 1
+        return
+    for start in starts:
+        match = pattern.match(text, start)
+        if match is not None:
+            yield match
+
+
+def _likely_starts(text: str, first: str, stage: int) -> list[int] | None:
+    """Where a match must start, from the first line's stripped text; None when that
+    text is too short or too common to help, or typography folding could move it."""
+    key = first.strip()
+    if len(key) < _MIN_KEY or (stage == len(STAGES) - 1 and _ELLIPSIS in text):
+        return None
+    haystack = fold_typography(text) if stage == len(STAGES) - 1 else text
+    if stage == len(STAGES) - 1:
+        key = fold_typography(key)
+    lead = len(_lead(first))
+    starts: list[int] = []
+    position = haystack.find(key)
+    while position >= 0:
+        if len(starts) == _MAX_KEY_HITS:
+            return None
+        if stage < 2:
+            starts.append(position - lead)
+        elif lead:
+            line_start = max(text.rfind("\n", 0, position), text.rfind("\r", 0, position)) + 1
+            if text[line_start:position].isspace() or line_start == position:
+                starts.append(line_start)
+        else:
+            starts.append(position)
+        position = haystack.find(key, position + 1)
+    return sorted(set(start for start in starts if start >= 0))

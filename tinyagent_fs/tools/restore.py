@@ -1,0 +1,129 @@
+"""Putting files back: the changes that bring paths to given bytes, and crash recovery."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..changes import ChangeKind, ChangeSet, FileChange, content_hash
+from ..errors import ErrorCode, ToolError
+from ..journal import JournalEntry, UndoJournal
+from .context import ToolContext
+
+
+async def change_to(
+    ctx: ToolContext, path: Path, wanted: bytes | None, mode: int | None, landed_hash: str
+) -> FileChange | None:
+    """The change that makes ``path`` hold ``wanted`` (None: absent) again.
+
+    None when it already does, or when it holds neither ``wanted`` nor the bytes
+    the change landed (``landed_hash``): those are someone else's, and are kept.
+    """
+    info = await ctx.stat(path)
+    if info is not None and info["type"] == "directory":
+        raise ToolError(ErrorCode.CONFLICT, f"{ctx.relative(path)} is now a directory")
+    current = await ctx.read_existing(path) if info is not None else None
+    if current == wanted or content_hash(current) != landed_hash:
+        return None
+    if wanted is None:
+        return FileChange(ChangeKind.DELETE, path, current, None)
+    kind = ChangeKind.CREATE if current is None else ChangeKind.MODIFY
+    return FileChange(kind, path, current, wanted, mode=mode)
+
+
+async def directory_change(
+    ctx: ToolContext, path: Path, should_exist: bool, removing: set[Path]
+) -> FileChange | None:
+    """MKDIR or RMDIR as needed; a directory is removed only if all it holds is in
+    ``removing`` (entries the same change removes first)."""
+    info = await ctx.stat(path)
+    if should_exist:
+        return None if info is not None else FileChange(ChangeKind.MKDIR, path, None, None)
+    if info is None:
+        return None
+    found = await ctx.provider.call("walk_all", path=str(path))
+    inside = {Path(p) for p in found["files"] + found["symlinks"] + found["dirs"][1:]}
+    if not inside <= removing:
+        raise ToolError(
+            ErrorCode.CONFLICT,
+            f"{ctx.relative(path)}/ has new content since the change; it cannot be removed",
+        )
+    return FileChange(ChangeKind.RMDIR, path, None, None)
+
+
+async def changes_back_to_old(ctx: ToolContext, entry: JournalEntry) -> list[FileChange]:
+    """Changes that return every path of ``entry`` to its bytes before the entry."""
+    changes: list[FileChange] = []
+    removing: set[Path] = set()
+    for item in reversed(entry.files):
+        path = Path(item.path)
+        if item.kind in (ChangeKind.MKDIR.value, ChangeKind.RMDIR.value):
+            wanted_dir = item.kind == ChangeKind.RMDIR.value
+            change = await directory_change(ctx, path, wanted_dir, removing)
+            if change is not None:
+                changes.append(change)
+                removing.add(path)
+            continue
+        if item.dest is None:
+            targets = [(path, item.old_bytes, item.new_hash)]
+        else:  # a move landed the bytes at dest and left nothing at path
+            targets = [
+                (Path(item.dest), item.dest_old_bytes, item.new_hash),
+                (path, item.old_bytes, content_hash(None)),
+            ]
+        for target, wanted, landed in targets:
+            change = await change_to(ctx, target, wanted, item.mode, landed)
+            if change is not None:
+                changes.append(change)
+                if wanted is None:
+                    removing.add(target)
+    return changes
+
+
+async def recover_interrupted(ctx: ToolContext, journal: UndoJournal) -> list[str]:
+    """Roll back every commit the journal saw start but not finish (a killed process).
+
+    Temp files and backups are dealt with first (backups renamed back), then any
+    file still holding the change's new bytes is given its old bytes, so each
+    interrupted change ends entirely undone; bytes that are neither old nor new
+    belong to someone else and are left alone. Returns the ids of the changes rolled back.
+    """
+    recovered: list[str] = []
+    for entry in journal.pending():
+        directories = {str(Path(f.path).parent) for f in entry.files}
+        directories |= {str(Path(f.dest).parent) for f in entry.files if f.dest}
+        await ctx.provider.call(
+            "recover_commit", change_id=entry.change_id, directories=sorted(directories)
+        )
+        changes = await changes_back_to_old(ctx, entry)
+        if changes:
+            restore = ChangeSet("recover", tuple(changes), ctx.root)
+            await ctx.provider.call(
+                "commit_changes", change_id=restore.change_id, changes=commit_payload(restore)
+            )
+        journal.abandon(entry.change_id)
+        recovered.append(entry.change_id)
+    return recovered
+
+
+def commit_payload(changeset: ChangeSet) -> list[dict[str, object]]:
+    return [
+        {
+            "kind": c.kind.value,
+            "path": str(c.path),
+            "dest": str(c.dest) if c.dest is not None else None,
+            "expected_hash": c.expected_hash,
+            "dest_expected_hash": c.dest_expected_hash,
+            "new_bytes": c.new_bytes,
+            "mode": c.mode,
+        }
+        for c in changeset.changes
+    ]
+
+
+def unchanged_since(current: bytes | None, expected_hash: str, shown: str) -> None:
+    if content_hash(current) != expected_hash:
+        raise ToolError(
+            ErrorCode.CONFLICT,
+            f"{shown} changed since that change was made",
+            "read the file and fix it by hand with edit_file",
+        )
