@@ -66,6 +66,11 @@ class FileTools:
     def root(self) -> Path:
         return self.guard.root
 
+    @property
+    def recovered_changes(self) -> list[str]:
+        """Ids of interrupted commits that this toolkit rolled back on its first call."""
+        return list(self._pipeline.recovered or [])
+
     async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
         return await self._pipeline.call(name, args or {})
 
