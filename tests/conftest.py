@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent_fs import FileTools
+from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.providers import LocalProvider
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
 
-PROVIDERS = ["local"]
+PROVIDERS = ["local", "linux"]
 
 
 @pytest.fixture(autouse=True)
@@ -45,6 +46,8 @@ def project(tmp_path: Path) -> Path:
 def make_provider(name: str, root: Path):
     if name == "local":
         return LocalProvider()
+    if name == "linux":
+        return LinuxSandboxProvider(root.resolve(), SandboxPolicy())
     raise AssertionError(f"unknown provider {name}")
 
 

@@ -17,9 +17,12 @@ WRITER = textwrap.dedent(
     import asyncio, sys
     from tinyagent_fs import FileTools
     from tinyagent_fs.hooks import AutoApprovePolicy
+    from tinyagent_fs.providers import LocalProvider
 
     async def main():
-        fs = FileTools(sys.argv[1], hooks=[AutoApprovePolicy()], audit=False)
+        # In-process commits: the SIGKILL lands inside the write itself.
+        fs = FileTools(sys.argv[1], provider=LocalProvider(), hooks=[AutoApprovePolicy()],
+                       audit=False)
         print("ready", flush=True)
         i = 0
         while True:

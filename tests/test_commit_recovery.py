@@ -12,8 +12,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from tinyagent_fs import FileTools
+from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.hooks import AutoApprovePolicy
+from tinyagent_fs.providers import LocalProvider
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
 
 FILES = 40
 
@@ -22,9 +24,12 @@ MOVER = textwrap.dedent(
     import asyncio, sys
     from tinyagent_fs import FileTools
     from tinyagent_fs.hooks import AutoApprovePolicy
+    from tinyagent_fs.providers import LocalProvider
 
     async def main():
-        fs = FileTools(sys.argv[1], hooks=[AutoApprovePolicy()], audit=False)
+        # In-process commits: the SIGKILL lands inside the commit itself.
+        fs = FileTools(sys.argv[1], provider=LocalProvider(), hooks=[AutoApprovePolicy()],
+                       audit=False)
         print("ready", flush=True)
         while True:
             for src, dst in (("a", "b"), ("b", "a")):
@@ -70,8 +75,9 @@ def test_killed_multi_file_commit_recovers_to_a_consistent_tree(project: Path) -
         recovered += asyncio.run(_recover(project))
         places = where_files_are(project)
         names = {f"f{i:02}.txt" for i in range(FILES)}
-        assert set(places) == names | {"README.md", "core.py", "guide.md", "__init__.py",
-                                        ".env"}, f"leftovers after kill {attempt}: {places}"
+        assert set(places) == names | {"README.md", "core.py", "guide.md", "__init__.py", ".env"}, (
+            f"leftovers after kill {attempt}: {places}"
+        )
         folders = {tuple(places[name]) for name in names}
         assert folders in ({("a",)}, {("b",)}), f"torn tree after kill {attempt}: {folders}"
         for name in names:
@@ -80,8 +86,31 @@ def test_killed_multi_file_commit_recovers_to_a_consistent_tree(project: Path) -
     assert recovered > 0, "no kill landed inside a commit: the test proved nothing"
 
 
+async def test_worker_killed_mid_commit_leaves_a_consistent_tree(project: Path) -> None:
+    (project / "a").mkdir()
+    for i in range(FILES):
+        (project / "a" / f"f{i:02}.txt").write_bytes(content(i))
+    provider = LinuxSandboxProvider(project.resolve(), SandboxPolicy())
+    fs = FileTools(project, provider=provider, hooks=[AutoApprovePolicy()], audit=False)
+    outcomes = []
+    for attempt in range(6):
+        src, dst = ("a", "b") if not (project / "b").exists() else ("b", "a")
+        task = asyncio.create_task(fs.move_path(src, dst))
+        await asyncio.sleep(0.01 + 0.015 * attempt)
+        if provider.worker_pid is not None:
+            os.kill(provider.worker_pid, signal.SIGKILL)
+        result = await task
+        outcomes.append(result.ok or result.error.code)
+        places = where_files_are(project)
+        folders = {tuple(places[f"f{i:02}.txt"]) for i in range(FILES)}
+        assert folders in ({("a",)}, {("b",)}), f"torn tree after kill {attempt}: {folders}"
+        assert not [p for p in project.rglob("*") if ".tafs-" in p.name]
+    await fs.close()
+    assert "SANDBOX_FAILURE" in outcomes, f"no kill landed inside a call: {outcomes}"
+
+
 async def _recover(project: Path) -> int:
-    fs = FileTools(project, hooks=[AutoApprovePolicy()], audit=False)
+    fs = FileTools(project, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
     assert (await fs.file_exists("a")).ok  # the first call runs recovery
     await fs.close()
     return len(fs.recovered_changes)

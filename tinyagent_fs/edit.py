@@ -124,31 +124,16 @@ def _edit(
     regex_timeout_s: float,
     file_newline: str,
 ) -> tuple[_Applied, list[Span]]:
-    _validate(old, new, expected_replacements)
+    _validate(old, new, expected_replacements, regex)
     if regex:
-        found = _regex_matches(text, old, new, regex_timeout_s)
         tolerance = "exact"
-        _check_count(
-            text, [(s, e) for s, e, _ in found], expected_replacements, replace_all, "the pattern"
+        replacements = _regex_replacements(
+            text, old, new, expected_replacements, replace_all, regex_timeout_s, file_newline
         )
-        replacements = [
-            (s, e, adapt_replacement(r, _PLAIN, text[s:e], file_newline)) for s, e, r in found
-        ]
     else:
-        if expected_replacements == 1 or replace_all:
-            outcome = find_matches(text, old)
-        else:
-            spans = exact_spans(text, old)
-            if not spans:
-                raise no_match_error(text, old)
-            outcome = MatchOutcome(spans, "exact", [])
-        tolerance = outcome.tolerance
-        if tolerance == "exact":
-            _check_count(text, outcome.spans, expected_replacements, replace_all, "old_string")
-        replacements = [
-            (s, e, adapt_replacement(new, outcome, text[s:e], file_newline))
-            for s, e in outcome.spans
-        ]
+        tolerance, replacements = _literal_replacements(
+            text, old, new, expected_replacements, replace_all, file_newline
+        )
     new_text, new_spans = _splice(text, replacements)
     if new_text == text:
         raise ToolError(
@@ -160,7 +145,47 @@ def _edit(
     return _Applied(new_text, tolerance, len(replacements), replaced), new_spans
 
 
-def _validate(old: str, new: str, expected_replacements: int) -> None:
+def _literal_replacements(
+    text: str, old: str, new: str, expected: int, replace_all: bool, file_newline: str
+) -> tuple[str, list[Replacement]]:
+    """The tolerance used and the replacements, each adapted to where it lands."""
+    if expected == 1 or replace_all:
+        outcome = find_matches(text, old)
+    else:
+        spans = exact_spans(text, old)
+        if not spans:
+            raise no_match_error(text, old)
+        outcome = MatchOutcome(spans, "exact", [])
+    if outcome.tolerance == "exact":
+        _check_count(text, outcome.spans, expected, replace_all, "old_string")
+    return outcome.tolerance, [
+        (s, e, adapt_replacement(new, outcome, text[s:e], file_newline)) for s, e in outcome.spans
+    ]
+
+
+def _regex_replacements(
+    text: str,
+    pattern: str,
+    template: str,
+    expected: int,
+    replace_all: bool,
+    timeout_s: float,
+    file_newline: str,
+) -> list[Replacement]:
+    try:
+        compiled = re.compile(pattern)
+    except re.error as exc:
+        raise ToolError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"old_string is not a valid regular expression: {exc}",
+            "use Python re syntax, or set regex=false to match the text literally",
+        ) from None
+    found = regex_replacements(compiled, template, text, timeout_s)
+    _check_count(text, [(s, e) for s, e, _ in found], expected, replace_all, "the pattern")
+    return [(s, e, adapt_replacement(r, _PLAIN, text[s:e], file_newline)) for s, e, r in found]
+
+
+def _validate(old: str, new: str, expected_replacements: int, regex: bool) -> None:
     if not isinstance(old, str) or not isinstance(new, str):
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "old_string and new_string must be strings", "")
     if not old:
@@ -169,7 +194,7 @@ def _validate(old: str, new: str, expected_replacements: int) -> None:
             "old_string is empty",
             "give the exact text to replace, or use write_file to create a file",
         )
-    if old == new:
+    if old == new and not regex:
         raise ToolError(
             ErrorCode.INVALID_ARGUMENT,
             "old_string and new_string are identical, so the edit would change nothing",
@@ -244,18 +269,6 @@ def _check_count(
         "file again",
         details=details,
     )
-
-
-def _regex_matches(text: str, pattern: str, template: str, timeout_s: float) -> list[Replacement]:
-    try:
-        compiled = re.compile(pattern)
-    except re.error as exc:
-        raise ToolError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"old_string is not a valid regular expression: {exc}",
-            "use Python re syntax, or set regex=false to match the text literally",
-        ) from None
-    return regex_replacements(compiled, template, text, timeout_s)
 
 
 def _splice(text: str, replacements: list[Replacement]) -> tuple[str, list[Span]]:

@@ -23,7 +23,7 @@ from pathlib import Path
 from tinyagent_fs import regex_worker
 from tinyagent_fs.errors import ErrorCode, ToolError
 
-SUBPROCESS_STARTUP_ALLOWANCE_S = 2.0
+SUBPROCESS_STARTUP_ALLOWANCE_S = 1.0
 """Extra time for a fresh interpreter to start before the pattern's budget begins."""
 
 Replacement = tuple[int, int, str]

@@ -76,8 +76,12 @@ def nearest_regions(
     return regions
 
 
-def describe_regions(regions: Sequence[Region]) -> str:
-    """The message part that shows the best region and lists the others."""
+def describe_regions(regions: Sequence[Region], explain_whitespace: bool = True) -> str:
+    """The message part that shows the best region and lists the others.
+
+    A region identical but for whitespace was refused by the indentation stage;
+    saying so saves the model from re-sending the same text.
+    """
     if not regions:
         return "Nothing in the file resembles it."
     best = regions[0]
@@ -89,6 +93,11 @@ def describe_regions(regions: Sequence[Region]) -> str:
     width = len(str(best.line + len(best.excerpt)))
     body = "\n".join(f"  {best.line + i:>{width}} | {text}" for i, text in enumerate(best.excerpt))
     text = f"The most similar text is at {span} ({best.similarity:.0%} similar):\n{body}"
+    if best.similarity == 1.0 and explain_whitespace:
+        text += (
+            "\nIt differs only in whitespace: its indentation does not differ from yours by "
+            "one uniform shift, so it was not taken as a match."
+        )
     if len(regions) > 1:
         others = [r.line for r in regions[1:]]
         plural = "s" if len(others) > 1 else ""

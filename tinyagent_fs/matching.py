@@ -12,12 +12,21 @@ normalised: whatever the stage, bytes outside the matched span stay untouched.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.match_hints import list_lines, no_match_error
 from tinyagent_fs.text import split_lines
+from tinyagent_fs.tolerance import (
+    ELLIPSIS,
+    TYPOGRAPHY,
+    IndentShift,
+    fold_typography,
+    indent_shift,
+    leading_whitespace,
+    line_content,
+)
 
 STAGES = ("exact", "trailing_whitespace", "indentation", "line_endings", "typography")
 
@@ -37,132 +46,17 @@ TOLERANCE_NOTES = {
 MAX_CANDIDATES = 50
 """Tolerant stages stop collecting here: beyond one the answer is "ambiguous" anyway."""
 
-_TYPOGRAPHY = {
-    '"': "\u201c\u201d\u201e\u201f",
-    "'": "\u2018\u2019\u201a\u201b",
-    "-": "\u2010\u2011\u2012\u2013\u2014\u2015\u2212",
-    " ": "\u00a0",
-}
-_FOLD = str.maketrans({fancy: plain for plain, chars in _TYPOGRAPHY.items() for fancy in chars})
-_ELLIPSIS = "\u2026"
-_CLASSES = {plain: "[" + re.escape(plain + chars) + "]" for plain, chars in _TYPOGRAPHY.items()}
+_CLASSES = {plain: "[" + re.escape(plain + chars) + "]" for plain, chars in TYPOGRAPHY.items()}
+_CHECKED_LINES = 8
 _MIN_KEY = 3
 _MAX_KEY_HITS = 5000
 """Beyond this many occurrences of the first line, one regex scan is cheaper."""
 _HSPACE = r"[^\S\r\n]*"
-_ANY_BREAK = r"(?:\r\n|\r|\n)"
+_LONE_BREAK = {"\r\n": r"\r\n", "\n": r"(?<!\r)\n", "\r": r"\r(?!\n)"}
+"""A CR or LF that is half of a CRLF is never a line break of its own."""
+_ANY_BREAK = "(?:" + "|".join(_LONE_BREAK.values()) + ")"
 _LINE_START = r"(?:(?<=[\r\n])|\A)"
 _BREAK = re.compile(r"\r\n|\r|\n")
-
-
-def fold_typography(text: str) -> str:
-    """Typographic quotes, dashes, ellipsis and no-break spaces as their ASCII look-alikes."""
-    return text.translate(_FOLD).replace(_ELLIPSIS, "...")
-
-
-def line_content(line: str) -> str:
-    """A line from ``split_lines`` without its ending."""
-    return line.rstrip("\r\n")
-
-
-@dataclass(frozen=True)
-class IndentShift:
-    """How the file's indentation differs from the model's, uniformly over a match.
-
-    Either the file has an extra prefix (``add``), or the model had one
-    (``remove``), or the difference is a number of columns at some tab size
-    (tabs vs spaces), rendered in the file's style. ``first_line`` is False when
-    the matched text starts mid-line, where there is no indentation to adjust.
-    """
-
-    add: str = ""
-    remove: str = ""
-    delta: int = 0
-    tab_size: int = 0
-    use_tabs: bool = False
-    first_line: bool = True
-
-    @property
-    def is_identity(self) -> bool:
-        return not (self.add or self.remove or self.tab_size)
-
-    def reindent(self, content: str) -> str:
-        """One line (without its ending) moved into the file's indentation."""
-        body = content.lstrip(" \t")
-        if not body or self.is_identity:
-            return content
-        lead = content[: len(content) - len(body)]
-        if self.add:
-            return self.add + content
-        if self.remove and lead.startswith(self.remove):
-            return lead[len(self.remove) :] + body
-        tab_size = self.tab_size or 4
-        delta = self.delta if self.tab_size else -len(self.remove.expandtabs(tab_size))
-        width = max(0, len(lead.expandtabs(tab_size)) + delta)
-        if self.use_tabs:
-            return "\t" * (width // tab_size) + " " * (width % tab_size) + body
-        return " " * width + body
-
-
-def indent_shift(
-    needle_lines: Sequence[str], file_lines: Sequence[str], first_line: bool = True
-) -> IndentShift | None:
-    """The uniform indentation change that turns ``needle_lines`` into ``file_lines``.
-
-    Lines are contents without endings, pairwise. Blank lines carry no evidence.
-    None means the indentation differs in a way no single shift explains, so the
-    match is refused: in indentation-sensitive code that is a different block.
-    """
-    pairs = [
-        (_lead(needle), _lead(found))
-        for index, (needle, found) in enumerate(zip(needle_lines, file_lines, strict=True))
-        if needle.strip() and (first_line or index > 0)
-    ]
-    if all(n == f for n, f in pairs):
-        return IndentShift(first_line=first_line)
-    n0, f0 = pairs[0]
-    if f0.endswith(n0):
-        prefix = f0[: len(f0) - len(n0)]
-        if all(f == prefix + n for n, f in pairs):
-            return IndentShift(add=prefix, first_line=first_line)
-    if n0.endswith(f0):
-        prefix = n0[: len(n0) - len(f0)]
-        if all(n == prefix + f for n, f in pairs):
-            return IndentShift(remove=prefix, first_line=first_line)
-    use_tabs = sum(f.startswith("\t") for _, f in pairs) * 2 > len(pairs)
-    for tab_size in (4, 8, 2):
-        deltas = {len(f.expandtabs(tab_size)) - len(n.expandtabs(tab_size)) for n, f in pairs}
-        if len(deltas) == 1:
-            return IndentShift(
-                delta=deltas.pop(), tab_size=tab_size, use_tabs=use_tabs, first_line=first_line
-            )
-    return None
-
-
-def _lead(content: str) -> str:
-    return content[: len(content) - len(content.lstrip(" \t"))]
-
-
-@dataclass(frozen=True)
-class LineStage:
-    """A tolerance for whole-line comparison (patch hunks): how a line is normalised."""
-
-    name: str
-    normalize: Callable[[str], str]
-    check_indent: bool
-
-
-def _unchanged(line: str) -> str:
-    return line
-
-
-LINE_STAGES = (
-    LineStage("exact", _unchanged, False),
-    LineStage("trailing_whitespace", str.rstrip, False),
-    LineStage("indentation", str.strip, True),
-    LineStage("typography", lambda line: fold_typography(line).strip(), True),
-)
-"""Line endings are not part of a line's content, so patches need no CRLF stage."""
 
 
 @dataclass(frozen=True)
@@ -172,7 +66,7 @@ class MatchOutcome:
     spans: list[tuple[int, int]]
     tolerance: str
     lines: list[int]
-    indent: IndentShift | None = field(default=None)
+    indent: IndentShift | None = None
 
 
 def find_matches(text: str, needle: str) -> MatchOutcome:
@@ -213,14 +107,24 @@ def find_matches(text: str, needle: str) -> MatchOutcome:
 
 
 def exact_spans(text: str, needle: str) -> list[tuple[int, int]]:
-    """Non-overlapping occurrences, left to right, as ``str.replace`` would see them."""
+    """Non-overlapping occurrences, left to right, as ``str.replace`` would see them,
+    except those that would cut a CRLF in half and leave a stray CR or LF behind."""
     spans: list[tuple[int, int]] = []
     size = len(needle)
+    cuts = needle.startswith("\n") or needle.endswith("\r")
     start = text.find(needle)
     while start >= 0:
+        if cuts and _splits_crlf(text, start, start + size):
+            start = text.find(needle, start + 1)
+            continue
         spans.append((start, start + size))
         start = text.find(needle, start + size)
     return spans
+
+
+def _splits_crlf(text: str, start: int, end: int) -> bool:
+    before = start > 0 and text[start - 1 : start + 1] == "\r\n"
+    return before or text[end - 1 : end + 1] == "\r\n"
 
 
 def adapt_replacement(
@@ -263,8 +167,11 @@ def _breaks(text: str, start: int, end: int) -> int:
     """Line breaks completed in [start, end); a CRLF cut by ``end`` is not complete yet."""
     if end <= start:
         return 0
-    count = text.count("\n", start, end) + text.count("\r", start, end)
-    count -= text.count("\r\n", start, end)
+    count = text.count("\n", start, end)
+    returns = text.count("\r", start, end)
+    if not returns:
+        return count
+    count += returns - text.count("\r\n", start, end)
     if text[end - 1] == "\r" and text[end : end + 1] == "\n":
         count -= 1
     return count
@@ -277,7 +184,7 @@ def _stage_pattern(needle: str, stage: int) -> str:
     for index, line in enumerate(split_lines(needle)):
         body = line_content(line)
         ending = line[len(body) :]
-        lead = _lead(body) if indentation else ""
+        lead = leading_whitespace(body) if indentation else ""
         body = body[len(lead) :]
         trail = ""
         if trailing:
@@ -294,7 +201,7 @@ def _stage_pattern(needle: str, stage: int) -> str:
             if not ending:
                 parts.append(r"(?=[\r\n]|\Z)")
         if ending:
-            parts.append(_ANY_BREAK if endings else re.escape(ending))
+            parts.append(_ANY_BREAK if endings else _LONE_BREAK[ending])
     return "".join(parts)
 
 
@@ -304,15 +211,17 @@ def _literal(body: str, typography: bool) -> str:
     out: list[str] = []
     for chunk in re.split(r"(\.\.\.)", fold_typography(body)):
         if chunk == "...":
-            out.append(r"(?:\.\.\.|" + _ELLIPSIS + ")")
+            out.append(r"(?:\.\.\.|" + ELLIPSIS + ")")
             continue
         out.extend(_CLASSES.get(char) or re.escape(char) for char in chunk)
     return "".join(out)
 
 
 def _lines_occur(text: str, needle: str) -> bool:
-    """Cheap refusal before a regex scan: every stripped needle line must occur somewhere."""
-    return all(line.strip() in text for line in split_lines(needle))
+    """Cheap refusal before a regex scan: the needle's longest lines, stripped, must
+    each occur somewhere (the longest, because they are the least likely to)."""
+    stripped = sorted((line.strip() for line in split_lines(needle)), key=len, reverse=True)
+    return all(line in text for line in stripped[:_CHECKED_LINES])
 
 
 def _endings_occur(text: str, needle: str) -> bool:
@@ -333,7 +242,7 @@ def _tolerant_candidates(
     """Overlapping matches of ``pattern``; from the indentation stage on, only those
     whose indentation differs from the needle's by one uniform shift."""
     needle_lines = [line_content(line) for line in split_lines(needle)]
-    first_line = bool(_lead(needle_lines[0]))
+    first_line = bool(leading_whitespace(needle_lines[0]))
     found: list[tuple[int, int, IndentShift | None]] = []
     for match in _matches(text, needle_lines[0], pattern, stage):
         shift: IndentShift | None = None
@@ -371,12 +280,12 @@ def _likely_starts(text: str, first: str, stage: int) -> list[int] | None:
     """Where a match must start, from the first line's stripped text; None when that
     text is too short or too common to help, or typography folding could move it."""
     key = first.strip()
-    if len(key) < _MIN_KEY or (stage == len(STAGES) - 1 and _ELLIPSIS in text):
+    if len(key) < _MIN_KEY or (stage == len(STAGES) - 1 and ELLIPSIS in text):
         return None
     haystack = fold_typography(text) if stage == len(STAGES) - 1 else text
     if stage == len(STAGES) - 1:
         key = fold_typography(key)
-    lead = len(_lead(first))
+    lead = len(leading_whitespace(first))
     starts: list[int] = []
     position = haystack.find(key)
     while position >= 0:

@@ -297,8 +297,9 @@ def _bomless_utf16(data: bytes) -> str | None:
     """The codec when NUL-containing data starts like UTF-16 text without a BOM.
 
     ASCII-heavy UTF-16 has a NUL in most of one half of the bytes and almost none
-    in the other; which half holds them gives the byte order. The decoded start must look like prose: no control
-    characters, no unassigned or private-use code points. Only the first 8 KB
+    in the other; which half holds them gives the byte order. The decoded start
+    must look like prose: no control characters, no unassigned or private-use
+    code points. Only the first 8 KB
     are judged, so callers may pass just the head of a file.
     """
     if len(data) % 2:

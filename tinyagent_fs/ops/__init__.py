@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from .command import run_command
 from .commit import commit_changes, recover_commit
 from .files import read_bytes, stat_path, walk_all
 from .listing import list_tree
@@ -19,4 +20,5 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "grep": grep,
     "commit_changes": commit_changes,
     "recover_commit": recover_commit,
+    "run_command": run_command,
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 
 from ..errors import ErrorCode, ToolError
@@ -9,25 +10,60 @@ from ..policy import SandboxPolicy
 from .base import Provider
 from .local import LocalProvider
 
-__all__ = ["PROVIDER_NAMES", "LocalProvider", "Provider", "default_provider", "make_provider"]
+__all__ = [
+    "PROVIDER_NAMES",
+    "LocalProvider",
+    "Provider",
+    "SandboxUnavailableWarning",
+    "default_provider",
+    "make_provider",
+]
 
-PROVIDER_NAMES = ("auto", "local")
+PROVIDER_NAMES = ("auto", "linux-sandbox", "local")
+
+
+class SandboxUnavailableWarning(RuntimeWarning):
+    """The kernel sandbox is missing: only the path guard confines the tools."""
+
+
+def linux_sandbox(root: Path, policy: SandboxPolicy) -> Provider:
+    from .linux import LinuxSandboxProvider
+
+    usable, reason = LinuxSandboxProvider.available()
+    if not usable:
+        raise ToolError(
+            ErrorCode.SANDBOX_UNAVAILABLE,
+            f"the Linux kernel sandbox is not available here: {reason}",
+            "use the local provider, or run on Linux 5.19+ with Landlock and libseccomp2",
+        )
+    return LinuxSandboxProvider(root, policy)
 
 
 def default_provider(root: Path, policy: SandboxPolicy) -> Provider:
-    if policy.require_kernel_sandbox:
-        raise ToolError(
-            ErrorCode.SANDBOX_UNAVAILABLE,
-            "a kernel-enforced sandbox was required but none is available here",
+    """The Landlock + seccomp worker where the kernel offers it, else LocalProvider
+    with a loud warning (an error when the policy requires the kernel sandbox)."""
+    try:
+        return linux_sandbox(root, policy)
+    except ToolError as error:
+        if policy.require_kernel_sandbox:
+            raise
+        warnings.warn(
+            f"{error.message}; falling back to LocalProvider: only the path guard "
+            "confines file tools and run_command is not confined at all",
+            SandboxUnavailableWarning,
+            stacklevel=3,
         )
-    return LocalProvider()
+        return LocalProvider()
 
 
 def make_provider(name: str, root: str | Path, policy: SandboxPolicy | None = None) -> Provider:
     """The provider a command line or config names; "auto" picks the strongest available."""
     chosen = policy or SandboxPolicy()
+    resolved = Path(root).resolve()
     if name == "local":
         return LocalProvider()
+    if name == "linux-sandbox":
+        return linux_sandbox(resolved, chosen)
     if name == "auto":
-        return default_provider(Path(root).resolve(), chosen)
+        return default_provider(resolved, chosen)
     raise ValueError(f"unknown provider {name!r}; choose one of {', '.join(PROVIDER_NAMES)}")

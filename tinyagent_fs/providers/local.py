@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..ops import OPERATIONS
 from .base import Provider
 
+BLOCKING_OPERATIONS = frozenset({"grep", "glob_files", "list_tree", "walk_all", "run_command"})
+
 
 class LocalProvider(Provider):
     """Runs primitives inline; fast, portable, and not kernel-enforced.
 
-    Primitives are plain blocking calls: a local stat or read is far cheaper than
-    a hop to a thread pool, and long-running ones (grep, commands) spawn
-    subprocesses of their own.
+    A local stat, read or commit is far cheaper than a hop to a thread pool, so
+    those run inline; searches and commands, which can take seconds, run on a
+    thread so the event loop (a notebook kernel, say) stays responsive.
     """
 
     name = "local"
@@ -28,6 +31,8 @@ class LocalProvider(Provider):
                 ErrorCode.INTERNAL_ERROR, f"unknown provider operation {op!r}"
             ) from None
         try:
+            if op in BLOCKING_OPERATIONS:
+                return await asyncio.to_thread(operation, **kwargs)
             return operation(**kwargs)
         except PermissionError as exc:
             raise ToolError(

@@ -120,6 +120,9 @@ class FileTools:
     async def multi_edit(self, path: str, edits: list[dict[str, Any]]) -> ToolResult:
         return await self.call("multi_edit", {"path": path, "edits": edits})
 
+    async def apply_patch(self, patch: str) -> ToolResult:
+        return await self.call("apply_patch", {"patch": patch})
+
     async def list_directory(
         self, path: str = ".", depth: int = 1, include_hidden: bool = False, limit: int = 200
     ) -> ToolResult:
@@ -174,3 +177,15 @@ class FileTools:
 
     async def undo(self, change_id: str | None = None) -> ToolResult:
         return await self.call("undo", {"change_id": change_id})
+
+    async def run_command(
+        self,
+        command: str,
+        workdir: str = ".",
+        timeout_s: float = 60,
+        env: dict[str, str] | None = None,
+    ) -> ToolResult:
+        return await self.call(
+            "run_command",
+            {"command": command, "workdir": workdir, "timeout_s": timeout_s, "env": env},
+        )

@@ -186,7 +186,10 @@ class Pipeline:
             decided_by=decision.decided_by if decision else "",
             outcome="denied" if denied else "ok" if result.ok else "error",
             error_code=result.error.code if result.error else None,
-            security_violation=bool(result.error and result.error.security_violation),
+            security_violation=bool(
+                (result.error and result.error.security_violation)
+                or result.data.get("security_violation")
+            ),
             bytes_read=record.bytes_read,
             bytes_written=record.bytes_written,
             lines_added=added if result.ok else 0,

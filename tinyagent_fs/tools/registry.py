@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .command_tool import COMMAND_TOOLS
+from .patch_tool import PATCH_TOOLS
 from .path_tools import PATH_TOOLS
 from .read_tools import READ_TOOLS
 from .search_tools import SEARCH_TOOLS
@@ -13,8 +15,10 @@ ALL_TOOLS: tuple[ToolSpec, ...] = (
     *READ_TOOLS,
     *SEARCH_TOOLS,
     *WRITE_TOOLS,
+    *PATCH_TOOLS,
     *PATH_TOOLS,
     *UNDO_TOOLS,
+    *COMMAND_TOOLS,
 )
 
 

@@ -67,13 +67,18 @@ def _check(tool: str, where: str, prop: dict[str, Any], value: Any) -> Any:
         items = prop.get("items")
         if items:
             return [_check(tool, f"{where}[{i}]", items, v) for i, v in enumerate(value)]
-    if isinstance(value, dict) and prop.get("type") == "object" and "properties" in prop:
+    if isinstance(value, dict) and (
+        "properties" in prop or isinstance(prop.get("additionalProperties"), dict)
+    ):
         return _check_object(tool, where, prop, value)
     return value
 
 
 def _check_object(tool: str, where: str, prop: dict[str, Any], value: dict[str, Any]) -> Any:
-    properties = prop["properties"]
+    properties = prop.get("properties", {})
+    extra = prop.get("additionalProperties")
+    if isinstance(extra, dict):
+        return {key: _check(tool, f"{where}.{key}", extra, item) for key, item in value.items()}
     if prop.get("additionalProperties") is False:
         unknown = sorted(set(value) - set(properties))
         if unknown:

@@ -1,0 +1,8 @@
+class A:
+    def run(self):
+        return 'a'
+
+
+class B:
+    def run(self):
+        return 'b'

@@ -1,0 +1,7 @@
+def f():
+    return 1
+
+
+def g():
+    """Doc."""
+    return 2

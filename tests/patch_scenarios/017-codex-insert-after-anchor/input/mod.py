@@ -1,0 +1,6 @@
+def f():
+    return 1
+
+
+def g():
+    return 2

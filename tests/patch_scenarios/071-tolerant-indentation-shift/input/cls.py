@@ -1,0 +1,4 @@
+class K:
+    def m(self):
+        a = 1
+        return a

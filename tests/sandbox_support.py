@@ -1,0 +1,75 @@
+"""Shared by the sandbox tests: a root, a place outside it, and a loud failure where
+the machine cannot run the kernel sandbox (skip only when asked to)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tinyagent_fs.policy import SandboxPolicy
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
+
+ALLOW_NO_SANDBOX = "TINYAGENT_FS_ALLOW_NO_SANDBOX"
+SECRET = b"TOP-SECRET-OUTSIDE-THE-ROOT\n"
+OPEN_FDS_PROBE = """\
+import os
+
+
+def is_open(fd):
+    try:
+        os.fstat(fd)
+    except OSError:
+        return False
+    return True
+
+
+print([fd for fd in range(3, 256) if is_open(fd)])
+"""
+"""A script printing the descriptors above stderr it was started with."""
+
+
+def require_sandbox() -> pytest.MarkDecorator:
+    """Fail the module's collection when Landlock/seccomp are missing, unless allowed."""
+    supported, reason = LinuxSandboxProvider.available()
+    if not supported and os.environ.get(ALLOW_NO_SANDBOX) != "1":
+        pytest.fail(
+            f"the kernel sandbox cannot run on this machine: {reason}. "
+            f"Set {ALLOW_NO_SANDBOX}=1 to skip these tests instead.",
+            pytrace=False,
+        )
+    return pytest.mark.skipif(not supported, reason=reason)
+
+
+@dataclass
+class Sandbox:
+    root: Path
+    outside: Path
+    provider: LinuxSandboxProvider
+
+    @property
+    def secret(self) -> Path:
+        return self.outside / "secret.txt"
+
+    async def run(self, command: str, timeout_s: float = 20.0) -> dict:
+        return await self.provider.call(
+            "run_command", command=command, workdir=str(self.root), timeout_s=timeout_s
+        )
+
+
+async def open_sandbox(tmp_path: Path, **provider_kwargs: object) -> AsyncIterator[Sandbox]:
+    """A root with a file, an outside directory with a secret, and a provider on the root."""
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    root.mkdir(exist_ok=True)
+    outside.mkdir(exist_ok=True)
+    (root / "inside.txt").write_bytes(b"inside\n")
+    (outside / "secret.txt").write_bytes(SECRET)
+    provider = LinuxSandboxProvider(root, SandboxPolicy(), **provider_kwargs)  # type: ignore[arg-type]
+    try:
+        yield Sandbox(root.resolve(), outside.resolve(), provider)
+    finally:
+        await provider.close()

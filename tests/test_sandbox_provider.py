@@ -1,0 +1,265 @@
+"""LinuxSandboxProvider: the worker's life cycle, its rules, and the primitives through it."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tinyagent_fs.changes import content_hash
+from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.policy import SandboxPolicy
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
+from tinyagent_fs.sandbox import landlock_rules
+
+from .sandbox_support import OPEN_FDS_PROBE, SECRET, Sandbox, open_sandbox, require_sandbox
+
+pytestmark = require_sandbox()
+
+
+@pytest.fixture
+async def sandbox(tmp_path: Path) -> AsyncIterator[Sandbox]:
+    async for opened in open_sandbox(tmp_path):
+        yield opened
+
+
+def test_available_reports_landlock_and_seccomp() -> None:
+    supported, reason = LinuxSandboxProvider.available()
+    assert supported, reason
+    assert "Landlock ABI" in reason
+
+
+async def test_primitives_work_inside_the_root(sandbox: Sandbox) -> None:
+    target = sandbox.root / "sub" / "new.txt"
+    await sandbox.provider.call(
+        "commit_changes",
+        change_id="c1",
+        changes=[
+            {
+                "kind": "create",
+                "path": str(target),
+                "expected_hash": content_hash(None),
+                "new_bytes": b"\x00binary\xff\n",
+            }
+        ],
+    )
+    assert target.read_bytes() == b"\x00binary\xff\n"
+    data = await sandbox.provider.call("read_bytes", path=str(target), max_bytes=100)
+    assert data == b"\x00binary\xff\n"
+    info = await sandbox.provider.call("stat_path", path=str(target))
+    assert info["type"] == "file" and info["size"] == 9
+
+
+async def test_tool_errors_cross_with_code_hint_and_details(sandbox: Sandbox) -> None:
+    big = sandbox.root / "big.bin"
+    big.write_bytes(b"x" * 50)
+    with pytest.raises(ToolError) as caught:
+        await sandbox.provider.call("read_bytes", path=str(big), max_bytes=10)
+    assert caught.value.code is ErrorCode.TOO_LARGE
+    assert caught.value.hint
+    assert caught.value.details == {"size": 50, "limit": 10}
+    with pytest.raises(ToolError) as missing:
+        await sandbox.provider.call("read_bytes", path=str(sandbox.root / "nope"), max_bytes=10)
+    assert missing.value.code is ErrorCode.NOT_FOUND
+
+
+async def test_worker_reports_every_right_of_the_running_abi(sandbox: Sandbox) -> None:
+    await sandbox.provider.call("stat_path", path=str(sandbox.root))
+    report = sandbox.provider.report["landlock"]
+    abi = landlock_rules.abi_version()
+    assert report["abi"] == abi >= 3
+    assert report["handled_fs"] == landlock_rules.fs_rights_for(abi)
+    assert report["handled_fs"] & landlock_rules.TRUNCATE
+    if abi >= 5:
+        assert report["handled_fs"] & landlock_rules.IOCTL_DEV
+    if abi >= 4:
+        assert report["handled_net"] == landlock_rules.NET_BIND_TCP | landlock_rules.NET_CONNECT_TCP
+    if abi >= 6:
+        assert report["scoped"] == (
+            landlock_rules.SCOPE_SIGNAL | landlock_rules.SCOPE_ABSTRACT_UNIX_SOCKET
+        )
+    assert sandbox.provider.report["seccomp"]["mode"] == "filter"
+    described = sandbox.provider.describe()
+    assert described["kernel_enforced"] is True and described["landlock_abi"] == abi
+
+
+async def test_worker_is_started_once_and_reused(sandbox: Sandbox) -> None:
+    assert sandbox.provider.worker_pid is None
+    await sandbox.provider.call("stat_path", path=str(sandbox.root))
+    first = sandbox.provider.worker_pid
+    for _ in range(5):
+        await sandbox.provider.call(
+            "read_bytes", path=str(sandbox.root / "inside.txt"), max_bytes=9
+        )
+    assert sandbox.provider.worker_pid == first
+
+
+async def test_worker_holds_only_its_socket_and_a_minimal_environment(sandbox: Sandbox) -> None:
+    await sandbox.provider.call("stat_path", path=str(sandbox.root))
+    pid = sandbox.provider.worker_pid
+    fds = sorted(int(fd) for fd in os.listdir(f"/proc/{pid}/fd"))
+    assert len(fds) == 4 and fds[:3] == [0, 1, 2], fds
+    assert os.readlink(f"/proc/{pid}/fd/{fds[3]}").startswith("socket:")
+    assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
+    environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    names = sorted(item.split(b"=")[0].decode() for item in environ if item)
+    assert set(names) <= {"PATH", "LANG", "TMPDIR"}
+    status = Path(f"/proc/{pid}/status").read_text()
+    assert "NoNewPrivs:\t1" in status and "Seccomp:\t2" in status
+
+
+async def test_concurrent_calls_each_get_their_own_answer(sandbox: Sandbox) -> None:
+    for index in range(30):
+        (sandbox.root / f"f{index}.txt").write_bytes(f"content {index}".encode() * (index + 1))
+    command = sandbox.run("sleep 0.2; echo done")
+    reads = [
+        sandbox.provider.call("read_bytes", path=str(sandbox.root / f"f{i}.txt"), max_bytes=10**6)
+        for i in range(30)
+    ]
+    results = await asyncio.gather(command, *reads)
+    assert results[0]["stdout"] == "done\n"
+    assert results[1:] == [f"content {i}".encode() * (i + 1) for i in range(30)]
+
+
+async def test_command_runs_sandboxed_with_a_private_tmpdir(sandbox: Sandbox) -> None:
+    result = await sandbox.run(
+        'echo "$TMPDIR"; echo data > "$TMPDIR/scratch" && cat "$TMPDIR/scratch"'
+    )
+    tmpdir, content = result["stdout"].splitlines()
+    assert content == "data"
+    assert Path(tmpdir).is_dir() and not Path(tmpdir).is_relative_to(sandbox.root)
+    await sandbox.provider.close()
+    assert not Path(tmpdir).exists()
+
+
+async def test_command_child_does_not_inherit_the_worker_socket(sandbox: Sandbox) -> None:
+    (sandbox.root / "fds.py").write_text(OPEN_FDS_PROBE)
+    result = await sandbox.run(f"{sys.executable} -I fds.py")
+    assert result["stdout"].strip() == "[]", result
+
+
+async def test_worker_crash_is_sandbox_failure_then_recovers(sandbox: Sandbox) -> None:
+    await sandbox.provider.call("stat_path", path=str(sandbox.root))
+    first = sandbox.provider.worker_pid
+    with pytest.raises(ToolError) as caught:
+        await sandbox.run("kill -9 $PPID; sleep 5")
+    assert caught.value.code is ErrorCode.SANDBOX_FAILURE
+    assert "killed by signal 9" in caught.value.message
+    data = await sandbox.provider.call(
+        "read_bytes", path=str(sandbox.root / "inside.txt"), max_bytes=100
+    )
+    assert data == b"inside\n"
+    assert sandbox.provider.worker_pid not in (None, first)
+
+
+async def test_worker_killed_from_outside_fails_the_call_in_flight(sandbox: Sandbox) -> None:
+    await sandbox.provider.call("stat_path", path=str(sandbox.root))
+    pending = asyncio.ensure_future(sandbox.run("sleep 3", timeout_s=60))
+    await asyncio.sleep(0.3)
+    os.kill(sandbox.provider.worker_pid, 9)
+    with pytest.raises(ToolError) as caught:
+        await asyncio.wait_for(pending, 10)
+    assert caught.value.code is ErrorCode.SANDBOX_FAILURE
+    assert (await sandbox.run("echo back"))["stdout"] == "back\n"
+
+
+async def test_stalled_worker_times_out_and_is_replaced(tmp_path: Path) -> None:
+    async for sandbox in open_sandbox(tmp_path, call_timeout_s=0.5):
+        await sandbox.provider.call("stat_path", path=str(sandbox.root))
+        stalled = sandbox.provider.worker_pid
+        assert stalled is not None
+        os.kill(stalled, signal.SIGSTOP)
+        started = time.monotonic()
+        with pytest.raises(ToolError) as caught:
+            await sandbox.provider.call("stat_path", path=str(sandbox.root))
+        assert caught.value.code is ErrorCode.SANDBOX_FAILURE
+        assert "stopped answering" in caught.value.message
+        assert time.monotonic() - started < 5
+        assert not Path(f"/proc/{stalled}").exists()
+        info = await sandbox.provider.call("stat_path", path=str(sandbox.root / "inside.txt"))
+        assert info["size"] == 7
+
+
+async def test_toolkit_process_stays_unrestricted(sandbox: Sandbox, tmp_path: Path) -> None:
+    await sandbox.run("true")
+    free = tmp_path / "free.txt"
+    free.write_bytes(b"toolkit can write anywhere")
+    assert sandbox.secret.read_bytes() == SECRET
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+    status = Path("/proc/self/status").read_text()
+    assert "Seccomp:\t0" in status
+    assert landlock_rules.abi_version() > 0
+    assert os.listdir("/")
+
+
+async def test_extra_read_dirs_are_readable_not_writable(tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "doc.txt").write_bytes(b"shared doc")
+    async for sandbox in open_sandbox(tmp_path, read_roots=[shared]):
+        data = await sandbox.provider.call(
+            "read_bytes", path=str(shared / "doc.txt"), max_bytes=100
+        )
+        assert data == b"shared doc"
+        result = await sandbox.run(f"echo x >> {shared}/doc.txt; truncate -s 0 {shared}/doc.txt")
+        assert result["exit_code"] != 0
+    assert (shared / "doc.txt").read_bytes() == b"shared doc"
+
+
+async def test_extra_writable_dirs_are_writable(tmp_path: Path) -> None:
+    build = tmp_path / "build"
+    build.mkdir()
+    async for sandbox in open_sandbox(tmp_path, writable_roots=[build]):
+        result = await sandbox.run(f"echo built > {build}/out.txt")
+        assert result["exit_code"] == 0, result
+    assert (build / "out.txt").read_bytes() == b"built\n"
+
+
+async def test_dropped_provider_releases_worker_and_tmpdir(tmp_path: Path) -> None:
+    provider = LinuxSandboxProvider(tmp_path, SandboxPolicy())
+    tmpdir = (
+        await provider.call(
+            "run_command", command="echo $TMPDIR", workdir=str(tmp_path), timeout_s=10
+        )
+    )["stdout"].strip()
+    pid = provider.worker_pid
+    assert pid is not None and Path(tmpdir).is_dir()
+    del provider
+    deadline = time.monotonic() + 5
+    while Path(tmpdir).exists() and time.monotonic() < deadline:
+        gc.collect()  # the executor thread may still hold the last call for a moment
+        await asyncio.sleep(0.05)
+    assert not Path(tmpdir).exists()
+    assert not Path(f"/proc/{pid}").exists()
+
+
+async def test_daemons_escaping_the_process_group_die_with_the_worker(sandbox: Sandbox) -> None:
+    result = await sandbox.run("setsid sleep 300 >/dev/null 2>&1 & echo $!; sleep 0.3")
+    daemon = int(result["stdout"])
+    try:
+        assert _running(daemon), "the daemon left the command's process group and outlived it"
+        await sandbox.provider.close()
+        deadline = time.monotonic() + 5
+        while _running(daemon) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not _running(daemon)
+    finally:
+        if _running(daemon):
+            os.kill(daemon, 9)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+    except FileNotFoundError:
+        return False
+    return state != "Z"

@@ -1,0 +1,106 @@
+"""The worker's framing: raw bytes travel unescaped, malformed frames are refused."""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from tinyagent_fs.providers import wire
+
+
+@pytest.fixture
+def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
+    left, right = socket.socketpair()
+    yield left, right
+    left.close()
+    right.close()
+
+
+def test_nested_bytes_round_trip_as_raw_blobs(pair: tuple[socket.socket, socket.socket]) -> None:
+    left, right = pair
+    payload = bytes(range(256)) * 3
+    message = {
+        "ok": {"data": payload, "parts": [b"", b"\x00\xff", {"inner": b"x"}], "n": 1.5},
+        "text": "héllo \x00 \u2028",
+        "flag": None,
+    }
+    frame = b"".join(wire.encode(message))
+    header_len, blob_len = struct.unpack(">IQ", frame[:12])
+    assert blob_len == len(payload) + 3
+    assert payload in frame, "file bytes must appear verbatim, not escaped"
+    assert len(frame) < len(payload) + 300
+    json.loads(frame[12 : 12 + header_len])
+    wire.send_message(left, message)
+    assert wire.recv_message(right, time.monotonic() + 5) == {
+        "ok": {"data": payload, "parts": [b"", b"\x00\xff", {"inner": b"x"}], "n": 1.5},
+        "text": "héllo \x00 \u2028",
+        "flag": None,
+    }
+
+
+def test_large_message_survives_partial_writes(pair: tuple[socket.socket, socket.socket]) -> None:
+    left, right = pair
+    payload = bytes(range(256)) * (16 * 1024)
+    sender = threading.Thread(target=wire.send_message, args=(left, {"ok": [payload, payload]}))
+    sender.start()
+    received = wire.recv_message(right, time.monotonic() + 10)
+    sender.join()
+    assert received == {"ok": [payload, payload]}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [{1: "non-str key"}, {"x": object()}, {wire.BLOB_KEY: [0, 0]}, {1.5, 2.5}],
+)
+def test_values_that_cannot_cross_are_refused(value: object) -> None:
+    with pytest.raises(TypeError):
+        wire.encode(value)
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b'{"ok": {"\\u0000b": [0, 99]}}',
+        b'{"ok": {"\\u0000b": [-1, 1]}}',
+        b'{"ok": {"\\u0000b": [0, 1], "more": 1}}',
+        b'{"ok": {"\\u0000b": "0"}}',
+        b"not json",
+        b"[" * 100_000,
+    ],
+)
+def test_malformed_frames_are_wire_errors(
+    pair: tuple[socket.socket, socket.socket], header: bytes
+) -> None:
+    left, right = pair
+    left.sendall(struct.pack(">IQ", len(header), 4) + header + b"abcd")
+    with pytest.raises(wire.WireError):
+        wire.recv_message(right, time.monotonic() + 5)
+
+
+def test_oversized_frame_is_refused_before_allocation(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = pair
+    left.sendall(struct.pack(">IQ", 10, wire.MAX_BLOB_BYTES + 1))
+    with pytest.raises(wire.WireError, match="over the limit"):
+        wire.recv_message(right, time.monotonic() + 5)
+
+
+def test_closed_peer_and_silent_peer_are_wire_errors(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = pair
+    started = time.monotonic()
+    with pytest.raises(wire.WireError, match="timed out"):
+        wire.recv_message(right, time.monotonic() + 0.2)
+    assert time.monotonic() - started < 2
+    left.sendall(struct.pack(">IQ", 5, 0) + b"{")
+    left.close()
+    with pytest.raises(wire.WireError, match="closed"):
+        wire.recv_message(right, time.monotonic() + 5)

@@ -1,0 +1,225 @@
+"""The shell-command primitive: one command, bounded in time and in output.
+
+In the sandboxed worker this is forked from the already-confined process, so
+the command and everything it starts inherit the same Landlock domain and
+seccomp filter; nothing here needs to know about the sandbox. The worker's
+socket never reaches the command: every descriptor but the three pipes is
+closed in the child.
+
+The command runs in its own session (process group). When it times out the
+whole group gets SIGTERM, then SIGKILL after a grace period; when it exits,
+whatever it left running in the group is killed too, so a command cannot leave
+a server or a watcher behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+from typing import Any
+
+from ..errors import ErrorCode, ToolError
+
+KILL_GRACE_S = 1.0
+"""Between SIGTERM and SIGKILL when a command times out."""
+DRAIN_AFTER_EXIT_S = 0.2
+"""How long output is still read once the shell has exited (background writers)."""
+POLL_S = 0.05
+"""How often the exit of the shell is checked while a background child holds a pipe."""
+SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def run_command(
+    command: str,
+    workdir: str,
+    timeout_s: float,
+    env: dict[str, str] | None = None,
+    max_output_bytes: int = 8192,
+    max_output_lines: int = 200,
+    home: str | None = None,
+) -> dict[str, Any]:
+    """Run ``command`` with ``/bin/bash -c`` (``/bin/sh`` without bash) in ``workdir``.
+
+    stdout and stderr are captured separately; each keeps its head and its
+    tail within ``max_output_bytes`` and ``max_output_lines``, with a marker
+    saying how much was cut from the middle (the end of a test run matters as
+    much as the start). ``exit_code`` follows the shell: 128+N for signal N.
+    The environment is minimal (PATH, HOME, LANG, TERM=dumb, pagers off, TMPDIR
+    when this process has one) plus ``env``; HOME defaults to ``workdir`` so
+    tools do not go looking for the person's dotfiles.
+    """
+    _check_arguments(command, workdir, timeout_s, env, max_output_bytes, max_output_lines)
+    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+    started = time.monotonic()
+    try:
+        process = subprocess.Popen(
+            [shell, "-c", command],
+            cwd=workdir,
+            env=_command_env(home or workdir, env),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            close_fds=True,
+            start_new_session=True,
+        )
+    except OSError as exc:
+        raise ToolError(ErrorCode.IO_ERROR, f"cannot start {shell}: {exc.strerror}") from None
+    stdout = _Capture(max_output_bytes)
+    stderr = _Capture(max_output_bytes)
+    timed_out = _pump(process, {process.stdout: stdout, process.stderr: stderr}, timeout_s)
+    returncode = process.wait()
+    out_text, out_cut = stdout.render("stdout", max_output_lines)
+    err_text, err_cut = stderr.render("stderr", max_output_lines)
+    return {
+        "exit_code": 128 - returncode if returncode < 0 else returncode,
+        "stdout": out_text,
+        "stderr": err_text,
+        "duration_ms": round((time.monotonic() - started) * 1000, 1),
+        "timed_out": timed_out,
+        "stdout_truncated": out_cut,
+        "stderr_truncated": err_cut,
+    }
+
+
+class _Capture:
+    """Head and rolling tail of one stream, with totals for the truncation marker."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.keep = max_bytes
+        self.head = bytearray()
+        self.tail = bytearray()
+        self.total = 0
+        self.newlines = 0
+
+    def add(self, data: bytes) -> None:
+        self.total += len(data)
+        self.newlines += data.count(b"\n")
+        room = self.keep - len(self.head)
+        if room > 0:
+            self.head += data[:room]
+            data = data[room:]
+        if data:
+            self.tail += data
+            if len(self.tail) > 2 * self.keep:
+                del self.tail[: len(self.tail) - self.keep]
+
+    def render(self, name: str, max_lines: int) -> tuple[str, bool]:
+        """The kept text and whether anything was cut."""
+        head_keep = max_lines // 2
+        tail_keep = max_lines - head_keep
+        if self.total <= self.keep:
+            lines = bytes(self.head).splitlines(keepends=True)
+            if len(lines) <= max_lines:
+                return _decode(self.head), False
+            front, back = lines[:head_keep], lines[-tail_keep:]
+        else:
+            tail = (self.head + self.tail)[-(self.keep - self.keep // 2) :]
+            front = bytes(self.head[: self.keep // 2]).splitlines(keepends=True)[:head_keep]
+            back = bytes(tail).splitlines(keepends=True)[-tail_keep:]
+        kept_front, kept_back = b"".join(front), b"".join(back)
+        cut_bytes = self.total - len(kept_front) - len(kept_back)
+        cut_lines = self.newlines - kept_front.count(b"\n") - kept_back.count(b"\n")
+        text = _decode(kept_front)
+        if text and not text.endswith("\n"):
+            text += "\n"
+        text += f"[... {name} truncated: {cut_bytes} bytes, {cut_lines} lines cut here ...]\n"
+        return text + _decode(kept_back), True
+
+
+def _decode(data: bytes | bytearray) -> str:
+    return bytes(data).decode("utf-8", "replace")
+
+
+def _pump(
+    process: subprocess.Popen[bytes], captures: dict[Any, _Capture], timeout_s: float
+) -> bool:
+    """Read both pipes until the shell exits (plus a short drain) or the timeout ends it."""
+    deadline = time.monotonic() + timeout_s
+    exit_deadline: float | None = None
+    timed_out = False
+    with selectors.DefaultSelector() as selector:
+        for pipe in captures:
+            selector.register(pipe, selectors.EVENT_READ)
+        while True:
+            now = time.monotonic()
+            if exit_deadline is None and process.poll() is not None:
+                exit_deadline = now + DRAIN_AFTER_EXIT_S
+            if exit_deadline is not None and (not selector.get_map() or now >= exit_deadline):
+                break
+            if now >= deadline:
+                if timed_out:
+                    break
+                timed_out = True
+                _signal_group(process.pid, signal.SIGTERM)
+                deadline = now + KILL_GRACE_S
+                continue
+            wait = min(deadline, exit_deadline or deadline) - now
+            if not selector.get_map():
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    process.wait(timeout=wait)
+                continue
+            for key, _ in selector.select(timeout=min(wait, POLL_S)):
+                data = os.read(key.fd, 65536)
+                if data:
+                    captures[key.fileobj].add(data)
+                else:
+                    selector.unregister(key.fileobj)
+    _signal_group(process.pid, signal.SIGKILL)
+    for pipe in captures:
+        pipe.close()
+    return timed_out
+
+
+def _signal_group(pgid: int, sig: signal.Signals) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+def _command_env(home: str, extra: dict[str, str] | None) -> dict[str, str]:
+    env = {
+        "PATH": f"{os.path.dirname(sys.executable)}:{SYSTEM_PATH}",
+        "HOME": home,
+        "LANG": "C.UTF-8",
+        "TERM": "dumb",
+        "PAGER": "cat",
+        "GIT_PAGER": "cat",
+        "NO_COLOR": "1",
+    }
+    if "TMPDIR" in os.environ:
+        env["TMPDIR"] = os.environ["TMPDIR"]
+    env.update(extra or {})
+    return env
+
+
+def _check_arguments(
+    command: str,
+    workdir: str,
+    timeout_s: float,
+    env: dict[str, str] | None,
+    max_output_bytes: int,
+    max_output_lines: int,
+) -> None:
+    if not isinstance(command, str) or not command.strip() or "\x00" in command:
+        raise ToolError(
+            ErrorCode.INVALID_ARGUMENT, "command must be a non-empty string without NUL bytes"
+        )
+    if not os.path.isdir(workdir):
+        raise ToolError(
+            ErrorCode.NOT_FOUND if not os.path.exists(workdir) else ErrorCode.NOT_A_DIRECTORY,
+            f"working directory {workdir} is not a directory",
+            "run the command from the root or an existing directory inside it",
+        )
+    if not timeout_s > 0:
+        raise ToolError(ErrorCode.INVALID_ARGUMENT, "timeout_s must be positive")
+    if max_output_bytes < 64 or max_output_lines < 2:
+        raise ToolError(ErrorCode.INVALID_ARGUMENT, "output limits are too small to be useful")
+    for key, value in (env or {}).items():
+        if not key or "=" in key or "\x00" in key or "\x00" in str(value):
+            raise ToolError(ErrorCode.INVALID_ARGUMENT, f"invalid environment variable {key!r}")
+        if not isinstance(value, str):
+            raise ToolError(ErrorCode.INVALID_ARGUMENT, f"environment value of {key} must be str")

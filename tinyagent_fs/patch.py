@@ -1,0 +1,96 @@
+"""apply_patch planning: a patch and a way to read files in, every file's new text out.
+
+All files or none: every section is parsed and applied in memory before anything
+is returned, so one bad hunk anywhere fails the whole patch and nothing is half
+planned. Reading goes through a callback, so this module does no I/O and the tool
+layer keeps decoding, guarding and the sandbox to itself.
+
+A move onto an existing file overwrites it, as Codex's apply_patch does; the
+caller records the destination's old bytes, so review shows it and a file that
+changes before commit is a conflict.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.patch_apply import PatchedText, apply_file_patch, patch_text
+from tinyagent_fs.patch_model import FilePatch, Hunk, HunkLine
+from tinyagent_fs.patch_parse import ParsedPatch, parse_patch
+
+__all__ = [
+    "FilePatch",
+    "Hunk",
+    "HunkLine",
+    "ParsedPatch",
+    "PatchedText",
+    "PlannedFile",
+    "ReadText",
+    "apply_file_patch",
+    "parse_patch",
+    "patch_text",
+    "plan_patch",
+]
+
+ReadText = Callable[[str], tuple[str, str] | None]
+"""path -> (decoded text, dominant newline), or None when the file does not exist."""
+
+
+@dataclass(frozen=True)
+class PlannedFile:
+    """One file's planned change.
+
+    ``kind`` is "add", "delete", "update" or "move"; for a move ``path`` is the
+    source, ``dest`` the destination and ``new_text`` what lands there.
+    ``old_text`` is the text the plan was made against (None for an add).
+    ``notes`` say which hunks matched only with a tolerance.
+    """
+
+    kind: str
+    path: str
+    dest: str | None
+    new_text: str | None
+    old_text: str | None = None
+    notes: tuple[str, ...] = ()
+
+
+def plan_patch(patch: str, read_text: ReadText) -> list[PlannedFile]:
+    """Parse and apply every section in memory; any ToolError means nothing is planned."""
+    parsed = parse_patch(patch)
+    _refuse_repeated_paths(parsed.files)
+    planned: list[PlannedFile] = []
+    for fp in parsed.files:
+        current = read_text(fp.path)
+        old_text, newline = current if current is not None else (None, "\n")
+        outcome = patch_text(fp, old_text, newline)
+        dest = fp.move_to if fp.move_to and _same(fp.move_to) != _same(fp.path) else None
+        kind = "move" if dest is not None else fp.kind
+        planned.append(PlannedFile(kind, fp.path, dest, outcome.text, old_text, outcome.notes))
+    return planned
+
+
+def _same(path: str) -> str:
+    return posixpath.normpath(path.replace("\\", "/"))
+
+
+def _refuse_repeated_paths(files: list[FilePatch]) -> None:
+    """One section per path: two sections on one file (or a move onto a path another
+    section changes) would make the result depend on their order."""
+    seen: dict[str, int] = {}
+    for fp in files:
+        for path in (fp.path, fp.move_to):
+            if path is None:
+                continue
+            key = _same(path)
+            if key in seen and not (path == fp.move_to and key == _same(fp.path)):
+                raise ToolError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{path} appears in more than one file section (patch lines {seen[key]} "
+                    f"and {fp.patch_line})",
+                    "put all changes to one file into a single section",
+                    details={"path": path},
+                )
+            seen[key] = fp.patch_line

@@ -1,0 +1,305 @@
+"""Applying one file's hunks to its text, strictly, and nothing else to it.
+
+Hunks are matched line by line against the file as it is (content decides; a
+unified diff's line numbers only break ties), with the same tolerance ladder as
+edits and the same rule: a tolerant stage counts only if exactly one place fits.
+Everything outside the hunks is copied as slices of the original text, and
+context lines keep the file's own bytes, so line endings, trailing whitespace
+and the final-newline state survive exactly. Added lines take the file's newline
+and, under an indentation tolerance, the file's indentation.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from dataclasses import dataclass
+from itertools import accumulate
+
+from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.match_hints import describe_regions, list_lines, nearest_regions
+from tinyagent_fs.matching import MAX_CANDIDATES, TOLERANCE_NOTES
+from tinyagent_fs.patch_model import FilePatch, Hunk
+from tinyagent_fs.text import split_lines
+from tinyagent_fs.tolerance import (
+    LINE_STAGES,
+    IndentShift,
+    LineStage,
+    indent_shift,
+    line_content,
+)
+
+_SHOWN_HUNK_LINES = 6
+
+
+@dataclass(frozen=True)
+class PatchedText:
+    """A file's text after its section is applied (None: deleted) and, for each hunk
+    placed with a tolerance, a note saying so."""
+
+    text: str | None
+    notes: tuple[str, ...] = ()
+
+
+def apply_file_patch(fp: FilePatch, current_text: str | None, file_newline: str) -> str | None:
+    """The file's new text (None when the section deletes it); pure, no I/O."""
+    return patch_text(fp, current_text, file_newline).text
+
+
+def patch_text(fp: FilePatch, current_text: str | None, file_newline: str) -> PatchedText:
+    """``apply_file_patch`` plus the tolerance notes a result should show."""
+    if fp.kind == "add":
+        if current_text is not None:
+            raise ToolError(
+                ErrorCode.ALREADY_EXISTS,
+                f"{fp.path} already exists, so the patch cannot add it",
+                "use '*** Update File:' (or a diff against its current content) to change it",
+                details={"path": fp.path},
+            )
+        return PatchedText(_added_text(fp))
+    if current_text is None:
+        raise ToolError(
+            ErrorCode.NOT_FOUND,
+            f"{fp.path} does not exist, so the patch cannot {fp.kind} it",
+            "check the path (list the directory), or add the file with '*** Add File:'",
+            details={"path": fp.path},
+        )
+    if fp.kind == "delete":
+        _check_deleted_content(fp, current_text)
+        return PatchedText(None)
+    return _update(fp, current_text, file_newline)
+
+
+def _added_text(fp: FilePatch) -> str:
+    return "".join(
+        line.text + ("" if line.no_newline else "\n") for hunk in fp.hunks for line in hunk.lines
+    )
+
+
+class _LineSearch:
+    """Finds runs of lines by joining normalised lines with "\\n" and using
+    ``str.find``: linear, and fast even for a 100k-line file."""
+
+    def __init__(self, contents: list[str]) -> None:
+        self.contents = contents
+        self._joined: dict[str, tuple[str, list[int]]] = {}
+
+    def positions(self, needle: list[str], stage: LineStage, start: int) -> list[int]:
+        """0-based starts (>= ``start``, overlapping allowed) where ``needle`` fits."""
+        if not needle or start + len(needle) > len(self.contents):
+            return []
+        haystack, offsets = self._normalized(stage)
+        key = "\n" + "\n".join(stage.normalize(line) for line in needle) + "\n"
+        found: list[int] = []
+        position = haystack.find(key, offsets[start] - 1)
+        while position >= 0 and len(found) < MAX_CANDIDATES:
+            found.append(bisect_left(offsets, position + 1))
+            position = haystack.find(key, position + 1)
+        return found
+
+    def _normalized(self, stage: LineStage) -> tuple[str, list[int]]:
+        if stage.name not in self._joined:
+            lines = [stage.normalize(line) for line in self.contents]
+            offsets = [1 + end for end in accumulate((len(line) + 1 for line in lines), initial=0)]
+            self._joined[stage.name] = ("\n" + "\n".join(lines) + "\n", offsets)
+        return self._joined[stage.name]
+
+
+def _update(fp: FilePatch, text: str, newline: str) -> PatchedText:
+    lines = split_lines(text)
+    search = _LineSearch([line_content(line) for line in lines])
+    cursor = drift = 0
+    placed: list[tuple[int, Hunk, IndentShift | None]] = []
+    notes: list[str] = []
+    for number, hunk in enumerate(fp.hunks, 1):
+        start, stage, shift = _locate(fp, hunk, number, search, cursor, drift)
+        if hunk.old_start is not None:
+            drift = start - (hunk.old_start - 1)
+        if stage != "exact":
+            notes.append(f"{fp.path}: {_hunk_name(hunk, number)} {TOLERANCE_NOTES[stage]}")
+        placed.append((start, hunk, shift))
+        cursor = start + len(hunk.old_lines)
+    return PatchedText(_assemble(text, lines, placed, fp.style, newline), tuple(notes))
+
+
+def _locate(
+    fp: FilePatch, hunk: Hunk, number: int, search: _LineSearch, cursor: int, drift: int
+) -> tuple[int, str, IndentShift | None]:
+    """Where the hunk's old lines start, the stage that found them, the indent shift.
+
+    The search starts after the previous hunk and after the ``@@`` anchors (at the
+    last anchor itself when the hunk repeats it as its first context line).
+    """
+    position = cursor
+    old = hunk.old_lines
+    for anchor in hunk.anchors:
+        position = _find_anchor(fp, hunk, number, search, anchor, position) + 1
+    if hunk.anchors and old and old[0].strip() == hunk.anchors[-1].strip():
+        position -= 1
+    size = len(search.contents)
+    hint = None if hunk.old_start is None else hunk.old_start - 1 + drift
+    if not old:
+        if hunk.end_of_file or (hint is None and not hunk.anchors):
+            return size, "exact", None
+        return (position if hint is None else min(max(hint, position), size)), "exact", None
+    for stage in LINE_STAGES:
+        found: list[tuple[int, IndentShift | None]] = []
+        for start in search.positions(old, stage, position):
+            if hunk.end_of_file and start + len(old) != size:
+                continue
+            shift = None
+            if stage.check_indent:
+                shift = indent_shift(old, search.contents[start : start + len(old)])
+                if shift is None:
+                    continue
+            found.append((start, shift))
+        if not found:
+            continue
+        if len(found) > 1 and stage.name == "exact":
+            found = _disambiguate(found, hunk, hint)
+        if len(found) == 1:
+            return found[0][0], stage.name, found[0][1]
+        raise _ambiguous(fp, hunk, number, [start for start, _ in found], stage.name)
+    raise _no_match(fp, hunk, number, search, position)
+
+
+def _disambiguate(
+    found: list[tuple[int, IndentShift | None]], hunk: Hunk, hint: int | None
+) -> list[tuple[int, IndentShift | None]]:
+    """Exact matches only: an anchor means "the first one after me"; a line-number
+    hint picks the nearest one if no other is as near."""
+    if hunk.anchors:
+        return found[:1]
+    if hint is None:
+        return found
+    nearest = min(abs(start - hint) for start, _ in found)
+    closest = [item for item in found if abs(item[0] - hint) == nearest]
+    return closest if len(closest) == 1 else found
+
+
+def _find_anchor(
+    fp: FilePatch, hunk: Hunk, number: int, search: _LineSearch, anchor: str, position: int
+) -> int:
+    for stage in LINE_STAGES:
+        found = search.positions([anchor], stage, position)
+        if found:
+            return found[0]
+    regions = nearest_regions(search.contents, [anchor])
+    raise ToolError(
+        ErrorCode.NO_MATCH,
+        f"{fp.path}: {_hunk_name(hunk, number)}: the '@@ {anchor}' line is not in the file"
+        f"{f' after line {position}' if position else ''}. {describe_regions(regions)}",
+        "the text after '@@' must be a line of the file (e.g. the enclosing 'def' or 'class' "
+        "line), copied exactly; read the file to find it",
+        details={"path": fp.path, "hunk": number, "candidates": [r.line for r in regions]},
+    )
+
+
+def _check_deleted_content(fp: FilePatch, text: str) -> None:
+    """A unified diff that deletes a file lists its lines: they must be the file's."""
+    if not fp.hunks:
+        return
+    old = [line for hunk in fp.hunks for line in hunk.old_lines]
+    contents = [line_content(line) for line in split_lines(text)]
+    search = _LineSearch(contents)
+    if len(old) == len(contents) and any(
+        0 in search.positions(old, stage, 0) for stage in LINE_STAGES
+    ):
+        return
+    raise ToolError(
+        ErrorCode.NO_MATCH,
+        f"{fp.path}: the patch deletes the file, but the lines it lists ({len(old)}) are not "
+        f"the file's content ({len(contents)} lines)",
+        "read the file again; a deletion diff must list the current content",
+        details={"path": fp.path},
+    )
+
+
+def _assemble(
+    text: str,
+    lines: list[str],
+    placed: list[tuple[int, Hunk, IndentShift | None]],
+    style: str,
+    newline: str,
+) -> str:
+    """Untouched stretches as slices of ``text``; hunks as context lines from the file
+    and added lines with the file's newline."""
+    offsets = [0, *accumulate(len(line) for line in lines)]
+    pieces: list[str] = []
+
+    def emit(piece: str) -> None:
+        if piece and pieces and not pieces[-1].endswith(("\n", "\r")):
+            pieces.append(newline)
+        if piece:
+            pieces.append(piece)
+
+    previous = 0
+    for start, hunk, shift in placed:
+        emit(text[offsets[previous] : offsets[start]])
+        index = start
+        for line in hunk.lines:
+            if line.op == " ":
+                emit(lines[index])
+            elif line.op == "+":
+                added = shift.reindent(line.text) if shift is not None else line.text
+                emit(added + ("" if line.no_newline else newline))
+            index += line.op != "+"
+        previous = index
+    emit(text[offsets[previous] :])
+    result = "".join(pieces)
+    if style == "codex" and text and not text.endswith(("\n", "\r")):
+        return _without_final_break(result)
+    return result
+
+
+def _without_final_break(text: str) -> str:
+    """A Codex patch cannot say "no newline at end of file", so a file that had none
+    keeps having none."""
+    if text.endswith("\r\n"):
+        return text[:-2]
+    return text[:-1] if text.endswith(("\n", "\r")) else text
+
+
+def _hunk_name(hunk: Hunk, number: int) -> str:
+    return f"hunk {number} ({hunk.header})" if hunk.header else f"hunk {number}"
+
+
+def _ambiguous(fp: FilePatch, hunk: Hunk, number: int, starts: list[int], stage: str) -> ToolError:
+    lines = [start + 1 for start in starts]
+    how = "exactly" if stage == "exact" else TOLERANCE_NOTES[stage].replace("matched ", "")
+    more = "+" if len(starts) >= MAX_CANDIDATES else ""
+    return ToolError(
+        ErrorCode.AMBIGUOUS_MATCH,
+        f"{fp.path}: {_hunk_name(hunk, number)} fits {len(starts)}{more} places ({how}): "
+        f"lines {list_lines(lines)}",
+        "add context lines until the hunk fits one place"
+        + (
+            ", or an '@@ <line>' anchor naming the enclosing function or class"
+            if fp.style == "codex"
+            else ""
+        ),
+        details={"path": fp.path, "hunk": number, "lines": lines},
+    )
+
+
+def _no_match(
+    fp: FilePatch, hunk: Hunk, number: int, search: _LineSearch, position: int
+) -> ToolError:
+    old = hunk.old_lines
+    regions = nearest_regions(search.contents, old)
+    earlier = [s for s in search.positions(old, LINE_STAGES[0], 0) if s < position]
+    order = (
+        f" Its lines occur only before the previous hunk (line {earlier[0] + 1}): hunks must "
+        "be in file order."
+        if earlier
+        else ""
+    )
+    shown = "\n".join(f"  {line.op}{line.text}" for line in hunk.lines[:_SHOWN_HUNK_LINES])
+    target = regions[0].line if regions else 1
+    return ToolError(
+        ErrorCode.NO_MATCH,
+        f"{fp.path}: {_hunk_name(hunk, number)} does not match the file.{order} The hunk "
+        f"starts:\n{shown}\n{describe_regions(regions, explain_whitespace=not earlier)}",
+        f"read {fp.path} around line {target} and rebuild the hunk from its current text: "
+        "context (' ') and removed ('-') lines must match the file",
+        details={"path": fp.path, "hunk": number, "candidates": [r.line for r in regions]},
+    )

@@ -1,0 +1,170 @@
+"""Framing between the toolkit and its sandboxed worker.
+
+A frame is ``>IQ`` (header length, blob length), a JSON header, then raw blobs.
+``bytes`` values anywhere in the message travel as blobs and are named in the
+header by ``{"\\u0000b": [offset, length]}``, so file contents cross the socket
+as they are: no base64, no JSON escaping, one copy on each side.
+
+JSON, never pickle: the worker runs code an agent influences, and the parent
+must be able to read whatever it sends without that being a way out. Sizes are
+capped before anything is allocated, and a malformed frame is a ``WireError``.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from collections.abc import Callable
+from functools import partial
+from typing import Any, TypeVar
+
+T = TypeVar("T")
+
+PREFIX = struct.Struct(">IQ")
+TIMEVAL = struct.Struct("@ll")
+BLOB_KEY = "\x00b"
+MAX_HEADER_BYTES = 64 * 1024 * 1024
+MAX_BLOB_BYTES = 1024 * 1024 * 1024
+
+
+class WireError(Exception):
+    """The peer went away, was too slow, or sent something that is not a frame."""
+
+
+def encode(message: Any) -> list[bytes]:
+    """The frame for ``message`` as buffers to hand to ``sendmsg`` without joining."""
+    blobs: list[bytes] = []
+    header = json.dumps(_lift(message, blobs), separators=(",", ":"), ensure_ascii=False).encode()
+    blob_len = sum(len(blob) for blob in blobs)
+    if len(header) > MAX_HEADER_BYTES or blob_len > MAX_BLOB_BYTES:
+        raise TypeError("message too large for one frame")
+    return [PREFIX.pack(len(header), blob_len), header, *blobs]
+
+
+def _lift(value: Any, blobs: list[bytes]) -> Any:
+    """``value`` with bytes moved to ``blobs``; a plain function, not a closure, so no
+    reference cycle keeps a sent blob alive until the garbage collector happens by."""
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        blob = bytes(value)
+        ref = {BLOB_KEY: [sum(len(b) for b in blobs), len(blob)]}
+        blobs.append(blob)
+        return ref
+    if isinstance(value, dict):
+        if BLOB_KEY in value:
+            raise TypeError(f"dict key {BLOB_KEY!r} is reserved by the wire format")
+        return {_key(key): _lift(item, blobs) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_lift(item, blobs) for item in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"{type(value).__name__} cannot cross the sandbox boundary")
+
+
+def decode(header: bytes, blob_area: bytes) -> Any:
+    """The message a frame carries; references outside the blob area are a WireError."""
+
+    def resolve(obj: dict[str, Any]) -> Any:
+        if BLOB_KEY not in obj:
+            return obj
+        ref = obj[BLOB_KEY]
+        if len(obj) != 1 or not _is_span(ref, len(blob_area)):
+            raise WireError("malformed blob reference")
+        start, length = ref
+        if start == 0 and length == len(blob_area):
+            return blob_area
+        return bytes(memoryview(blob_area)[start : start + length])
+
+    try:
+        return json.loads(header, object_hook=resolve)
+    except (ValueError, RecursionError) as exc:
+        raise WireError(f"undecodable frame header: {exc}") from None
+
+
+def send_message(sock: socket.socket, message: Any) -> None:
+    """Send a whole frame; partial writes of large blobs are resumed, not dropped."""
+    buffers = [memoryview(buf) for buf in encode(message)]
+    try:
+        while buffers:
+            sent = sock.sendmsg(buffers)
+            while buffers and sent >= len(buffers[0]):
+                sent -= len(buffers[0])
+                buffers.pop(0)
+            if buffers and sent:
+                buffers[0] = buffers[0][sent:]
+    except OSError as exc:
+        raise WireError(f"cannot send to the peer: {exc}") from None
+
+
+def recv_message(sock: socket.socket, deadline: float | None = None) -> Any:
+    """Receive one frame; ``deadline`` (time.monotonic) bounds the whole frame.
+
+    The socket is used in blocking mode with a kernel receive timeout, so the
+    blob area can arrive in one ``recv(MSG_WAITALL)`` straight into the bytes
+    object that is returned: a file read crosses with no copy on this side.
+    """
+    if sock.gettimeout() is not None:
+        sock.settimeout(None)
+    header_len, blob_len = PREFIX.unpack(_recv_exact(sock, PREFIX.size, deadline))
+    if header_len > MAX_HEADER_BYTES or blob_len > MAX_BLOB_BYTES:
+        raise WireError(f"frame of {header_len}+{blob_len} bytes is over the limit")
+    header = bytes(_recv_exact(sock, header_len, deadline))
+    return decode(header, _recv_blob_area(sock, blob_len, deadline) if blob_len else b"")
+
+
+def _recv_blob_area(sock: socket.socket, size: int, deadline: float | None) -> bytes:
+    first = _receive(sock, deadline, partial(sock.recv, size, socket.MSG_WAITALL))
+    if len(first) == size:
+        return first
+    if not first:
+        raise WireError("the peer closed the connection")
+    return first + bytes(_recv_exact(sock, size - len(first), deadline))
+
+
+def _recv_exact(sock: socket.socket, size: int, deadline: float | None) -> bytearray:
+    buffer = bytearray(size)
+    view = memoryview(buffer)
+    received = 0
+    while received < size:
+        count = _receive(sock, deadline, partial(sock.recv_into, view[received:]))
+        if count == 0:
+            raise WireError("the peer closed the connection")
+        received += count
+    return buffer
+
+
+def _receive(sock: socket.socket, deadline: float | None, action: Callable[[], T]) -> T:
+    """Run one receive under the kernel timeout SO_RCVTIMEO set to what is left.
+
+    Without a deadline the socket's timeout is left as it is (the worker never
+    sets one), which spares a syscall per read on that side.
+    """
+    if deadline is not None:
+        seconds = deadline - time.monotonic()
+        if seconds <= 0:
+            raise WireError("timed out waiting for the peer")
+        whole = int(seconds)
+        timeval = TIMEVAL.pack(whole, int((seconds - whole) * 1e6))
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeval)
+    try:
+        return action()
+    except BlockingIOError:
+        raise WireError("timed out waiting for the peer") from None
+    except OSError as exc:
+        raise WireError(f"cannot receive from the peer: {exc}") from None
+
+
+def _key(key: Any) -> str:
+    if not isinstance(key, str):
+        raise TypeError(f"dict keys must be str, not {type(key).__name__}")
+    return key
+
+
+def _is_span(ref: Any, limit: int) -> bool:
+    return (
+        isinstance(ref, list)
+        and len(ref) == 2
+        and all(type(part) is int and part >= 0 for part in ref)
+        and ref[0] + ref[1] <= limit
+    )

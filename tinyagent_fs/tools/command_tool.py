@@ -1,0 +1,97 @@
+"""run_command: a shell command in the project, confined like every file tool."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import ErrorCode, ToolError
+from ..hooks.decision import Risk
+from .context import ToolContext
+from .result import ToolResult
+from .spec import ToolSpec, schema, string
+
+
+async def run_command(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
+    workdir = ctx.resolve(args["workdir"])
+    info = await ctx.stat(workdir)
+    if info is None or info["type"] != "directory":
+        raise ToolError(
+            ErrorCode.NOT_A_DIRECTORY,
+            f"workdir {ctx.relative(workdir)} is not a directory",
+            "give a directory inside the project, or leave workdir out",
+        )
+    outcome = await ctx.provider.call(
+        "run_command",
+        command=args["command"],
+        workdir=str(workdir),
+        timeout_s=float(args["timeout_s"]),
+        env=args["env"],
+        home=str(ctx.root),
+    )
+    lines = [
+        f"exit code {outcome['exit_code']} after {outcome['duration_ms']:.0f} ms"
+        + (f" (killed: timed out after {args['timeout_s']} s)" if outcome["timed_out"] else "")
+    ]
+    for stream in ("stdout", "stderr"):
+        if outcome[stream]:
+            lines.append(f"--- {stream} ---\n{outcome[stream].rstrip()}")
+    changed = outcome.get("protected_paths_changed") or []
+    if changed:
+        lines.append(
+            "WARNING: the command changed protected paths: "
+            + ", ".join(changed)
+            + " (reported to the person; do not modify these files)"
+        )
+    if not ctx.provider.kernel_enforced:
+        lines.append("(note: ran without a kernel sandbox; only the working directory was checked)")
+    data = {
+        "exit_code": outcome["exit_code"],
+        "duration_ms": outcome["duration_ms"],
+        "timed_out": outcome["timed_out"],
+        "stdout": outcome["stdout"],
+        "stderr": outcome["stderr"],
+        "stdout_truncated": outcome["stdout_truncated"],
+        "stderr_truncated": outcome["stderr_truncated"],
+        "workdir": ctx.relative(workdir),
+        "sandboxed": ctx.provider.kernel_enforced,
+        "protected_paths_changed": changed,
+        "security_violation": bool(changed),
+    }
+    return ToolResult.success("\n".join(lines), data)
+
+
+COMMAND_TOOLS = (
+    ToolSpec(
+        name="run_command",
+        description=(
+            "Run a shell command (bash -c) in the project and return its exit code, stdout "
+            "and stderr (each capped at 8 KB / 200 lines, keeping the start and the end). "
+            "It runs inside the same sandbox as the file tools: no network, no access outside "
+            "the project, .git/hooks, .git/config and shell rc files read-only. A non-zero "
+            "exit code is reported, not an error: read stderr and fix the cause. Commands are "
+            "killed after timeout_s. Prefer the file tools for reading and editing files."
+        ),
+        parameters=schema(
+            {
+                "command": string("The shell command line.", minLength=1),
+                "workdir": {**string("Working directory relative to the root."), "default": "."},
+                "timeout_s": {
+                    "type": "number",
+                    "description": "Seconds before the command is killed.",
+                    "default": 60,
+                    "minimum": 1,
+                    "maximum": 3600,
+                },
+                "env": {
+                    "type": ["object", "null"],
+                    "description": "Extra environment variables (string values).",
+                    "additionalProperties": {"type": "string"},
+                    "default": None,
+                },
+            },
+            ("command",),
+        ),
+        risk=Risk.EXECUTE,
+        run=run_command,
+    ),
+)

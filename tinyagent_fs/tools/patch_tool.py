@@ -1,0 +1,126 @@
+"""apply_patch: a Codex envelope or a unified diff, as one all-or-nothing ChangeSet."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..changes import ChangeKind, ChangeSet, FileChange
+from ..errors import ErrorCode, ToolError
+from ..hooks.decision import Risk
+from ..patch import parse_patch, plan_patch
+from ..text import DecodedText, decode_text, encode_text
+from .context import ToolContext
+from .plan import Plan
+from .result import ToolResult
+from .spec import ToolSpec, schema, string
+
+UTF8_LF = DecodedText("", "utf-8", b"", "\n")
+
+
+async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
+    parsed = parse_patch(args["patch"])
+    if not parsed.files:
+        raise ToolError(ErrorCode.INVALID_ARGUMENT, "the patch changes no files")
+    paths: dict[str, Path] = {}
+    current: dict[Path, bytes | None] = {}
+    formats: dict[Path, DecodedText] = {}
+    for section in parsed.files:
+        for raw in (section.path, section.move_to):
+            if raw is None or raw in paths:
+                continue
+            path = ctx.resolve(raw, for_write=True)
+            paths[raw] = path
+            data = await ctx.read_existing(path)
+            ctx.read_state.check_unchanged(path, data, ctx.relative(path))
+            current[path] = data
+            if data is not None:
+                formats[path] = decode_text(data, ctx.relative(path))
+
+    def read_text(raw: str) -> tuple[str, str] | None:
+        decoded = formats.get(paths[raw])
+        return None if decoded is None else (decoded.text, decoded.newline)
+
+    planned = plan_patch(args["patch"], read_text)
+    changes: list[FileChange] = []
+    new_dirs: list[Path] = []
+    notes: list[str] = []
+    for item in planned:
+        source = paths[item.path]
+        target = paths[item.dest] if item.dest is not None else source
+        like = formats.get(source, UTF8_LF)
+        new_bytes = encode_text(item.new_text, like) if item.new_text is not None else None
+        for directory in await ctx.missing_directories(target.parent):
+            if directory not in new_dirs:
+                new_dirs.append(directory)
+        notes.extend(f"{item.path}: {note}" for note in item.notes)
+        old = current[source]
+        common = {"old_text": item.old_text, "new_text": item.new_text}
+        if item.kind == "add":
+            if old is not None:
+                raise ToolError(
+                    ErrorCode.ALREADY_EXISTS,
+                    f"{item.path} already exists; the patch adds it as a new file",
+                    "use an Update File section to change an existing file",
+                )
+            changes.append(FileChange(ChangeKind.CREATE, source, None, new_bytes, **common))
+        elif item.kind == "delete":
+            changes.append(FileChange(ChangeKind.DELETE, source, old, None, **common))
+        elif item.kind == "move":
+            changes.append(
+                FileChange(
+                    ChangeKind.MOVE,
+                    source,
+                    old,
+                    new_bytes,
+                    dest=target,
+                    dest_old_bytes=current.get(target),
+                    **common,
+                )
+            )
+        else:
+            changes.append(FileChange(ChangeKind.MODIFY, source, old, new_bytes, **common))
+    mkdirs = [FileChange(ChangeKind.MKDIR, d, None, None) for d in new_dirs]
+    changeset = ChangeSet(
+        "apply_patch", (*mkdirs, *changes), ctx.root, summary=f"patch {len(changes)} file(s)"
+    )
+
+    def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
+        added, removed = final.line_counts()
+        files = [f for f in final.describe()["files"] if f["kind"] != "mkdir"]
+        lines = [f"Applied patch to {len(files)} file(s), +{added} -{removed} lines:"]
+        for f in files:
+            where = f"{f['path']} -> {f['dest']}" if f["dest"] else f["path"]
+            lines.append(f"  {f['kind']:<6} {where} (+{f['added']} -{f['removed']})")
+        lines.extend(f"note: {note}" for note in notes)
+        return ToolResult.success(
+            "\n".join(lines),
+            {
+                "files": files,
+                "lines_added": added,
+                "lines_removed": removed,
+                "notes": notes,
+                "format": parsed.style,
+            },
+        )
+
+    return Plan(changeset, render, formats)
+
+
+PATCH_TOOLS = (
+    ToolSpec(
+        name="apply_patch",
+        description=(
+            "Apply a patch to one or more files, all or nothing. Accepts the Codex format "
+            "('*** Begin Patch' / '*** Add File: p' / '*** Update File: p' with '@@' hunks, "
+            "'*** Move to: p', '*** Delete File: p', '*** End of File', '*** End Patch') and "
+            "plain unified diffs (git diff output included). Context lines must match the "
+            "file; small whitespace or quote differences are tolerated only where exactly one "
+            "place fits. On NO_MATCH the error names the file, the hunk and the nearest lines: "
+            "read the file there and regenerate that hunk."
+        ),
+        parameters=schema({"patch": string("The whole patch text.", minLength=1)}, ("patch",)),
+        risk=Risk.WRITE,
+        plan=plan_apply_patch,
+    ),
+)
