@@ -15,9 +15,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/python -m tinyagent_fs.demo demo-project
 
+PY_SOURCES := tinyagent_fs tests bench
+
 lint: $(STAMP)
-	$(BIN)/ruff check .
-	$(BIN)/ruff format --check .
+	$(BIN)/ruff check $(PY_SOURCES)
+	$(BIN)/ruff format --check $(PY_SOURCES)
 
 test: lint
 	$(BIN)/pytest

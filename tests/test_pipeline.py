@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tinyagent_fs import FileTools, SandboxPolicy
-from tinyagent_fs.hooks import AutoApprovePolicy, DenyAllPolicy
+from tinyagent_fs.hooks import AutoApprovePolicy, Decision, DenyAllPolicy
 
 from .conftest import audit_events
 
@@ -121,3 +121,19 @@ def test_schemas_exist_for_every_tool_in_every_format(project: Path, audit) -> N
     assert all(set(s) == {"name", "description", "input_schema"} for s in anthropic)
     with pytest.raises(ValueError, match="unknown schema format"):
         fs.tool_schemas("yaml")
+
+
+async def test_escapes_are_refused_before_any_hook_is_asked(project: Path, audit) -> None:
+    asked = []
+
+    class Person:
+        def before_tool_execution(self, call):
+            asked.append(call.tool)
+            return Decision.proceed("person")
+
+    fs = FileTools(project, hooks=[Person()], audit=audit)
+    assert (await fs.write_file("../evil.txt", "x")).error.code == "PATH_OUTSIDE_ROOT"
+    assert (await fs.read_file(".env")).error.code == "DENIED_PATTERN"
+    assert asked == []
+    assert [e["decision"] for e in audit_events(audit)] == ["none", "none"]
+    await fs.close()

@@ -19,6 +19,8 @@ from .result import ToolResult
 from .spec import ToolSpec
 from .validate import validate_arguments
 
+PATH_ARGUMENTS = ("path", "src", "dst", "workdir")
+
 
 @dataclass
 class CallRecord:
@@ -78,10 +80,20 @@ class Pipeline:
             )
         args = validate_arguments(name, spec.parameters, raw_args)
         record.args = args
+        self._guard(spec, args)
         self.ctx.limiter.charge_request()
         if spec.plan is not None:
             return await self._planned(record, spec, args)
         return await self._direct(record, spec, args)
+
+    def _guard(self, spec: ToolSpec, args: dict[str, Any]) -> None:
+        """Refuse a bad path before any hook is asked: a person is never shown an
+        escape attempt as if it were a call to approve. Tools resolve again (the
+        guard is cheap) because they need the resolved path at the moment of use."""
+        for key in PATH_ARGUMENTS:
+            value = args.get(key)
+            if isinstance(value, str):
+                self.ctx.resolve(value, for_write=not spec.read_only and key != "workdir")
 
     async def _direct(self, record: CallRecord, spec: ToolSpec, args: dict[str, Any]) -> ToolResult:
         call = ToolCall(spec.name, args, spec.risk, call_id=uuid.uuid4().hex[:12])
@@ -245,5 +257,4 @@ def _told_of_changes(result: ToolResult, review: Review) -> ToolResult:
 
 
 def _argument_paths(args: dict[str, Any]) -> list[str]:
-    keys = ("path", "src", "dst", "workdir")
-    return [args[k] for k in keys if isinstance(args.get(k), str)]
+    return [args[k] for k in PATH_ARGUMENTS if isinstance(args.get(k), str)]

@@ -1,0 +1,429 @@
+"""What the full tool stack costs over doing the same job in plain Python.
+
+Run: ``.venv/bin/python bench/bench_tools.py [--quick] [--only read4k,grep]
+[--provider local|linux] [--output FILE]``.
+
+Each case times ``FileTools`` as an agent gets it (auto-approve hook, audit log
+on, undo journal on, the chosen provider) against the naive code a tool without
+guard, review, journal or audit would run, measured in the same process on the
+same files. Absolute numbers depend on the machine and its disk; the ratios are
+what carries over. Times are the median and p90 of repeated runs after warm-up.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import gc
+import inspect
+import itertools
+import math
+import os
+import platform
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TypeVar
+
+from tinyagent_fs import FileTools, SandboxPolicy, ToolResult
+from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.guard import PathGuard
+from tinyagent_fs.hooks import AutoApprovePolicy
+from tinyagent_fs.journal import JOURNAL_ENV
+from tinyagent_fs.providers.base import Provider
+from tinyagent_fs.providers.local import LocalProvider
+
+try:
+    from tinyagent_fs.providers.linux import LinuxSandboxProvider
+except ImportError:
+    LinuxSandboxProvider = None  # type: ignore[assignment,misc]
+
+RG = Path(sys.executable).parent / "rg"
+NUMBER_WIDTH = 6
+READ_WINDOW = 2000
+GREP_FILES = 20_000
+GREP_EVERY = 100
+GREP_PATTERN = r"needle_\d+_found"
+PATCH_FILES = 50
+T = TypeVar("T")
+Action = Callable[[], object]
+
+
+@dataclass(frozen=True)
+class Target:
+    """A goal for one row: the tool's median below ``limit`` seconds, or its ratio below."""
+
+    label: str
+    limit: float
+    on_ratio: bool = False
+
+    def met(self, tool: float, ratio: float) -> bool:
+        return ratio <= self.limit if self.on_ratio else tool < self.limit
+
+
+@dataclass
+class Row:
+    name: str
+    unit: str
+    tool: list[float]
+    base: list[float]
+    target: Target | None = None
+
+
+@dataclass
+class Bench:
+    fs: FileTools
+    root: Path
+    scale: int
+    warmup: int
+
+    async def pair(
+        self, tool: Action, raw: Action, reps: int, inner: int = 1
+    ) -> tuple[list[float], list[float]]:
+        """Seconds per call of the tool and of its baseline, measured in turns.
+
+        Other processes share the machine and come and go; taking the two sides in
+        turns (the first one alternating) lets both see the same load, so the ratio
+        holds even when absolute numbers drift. ``inner`` calls per sample give
+        resolution for calls of a few µs. A failed tool call stops the run: the
+        figure would otherwise time an error message.
+        """
+
+        async def sample(action: Action) -> float:
+            started = time.perf_counter()
+            for _ in range(inner):
+                result = action()
+                if inspect.isawaitable(result):
+                    result = await result
+            elapsed = time.perf_counter() - started
+            if isinstance(result, ToolResult) and not result.ok:
+                raise SystemExit(f"tool call failed during the benchmark: {result.text}")
+            return elapsed / inner
+
+        times: tuple[list[float], list[float]] = ([], [])
+        gc.collect()
+        for index in range(self.warmup + max(3, reps // self.scale)):
+            self.fs.new_round()
+            if index % 2:
+                raw_time, tool_time = await sample(raw), await sample(tool)
+            else:
+                tool_time, raw_time = await sample(tool), await sample(raw)
+            if index >= self.warmup:
+                times[0].append(tool_time)
+                times[1].append(raw_time)
+        return times
+
+
+def p90(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
+
+
+def source_lines(count: int) -> list[str]:
+    """Deterministic, unique lines of about 52 bytes, like plain source code."""
+    return [
+        f"    value_{i:06d} = compute({i * 7919 % 100_003:6d}, 'abcdefghijklm')\n"
+        for i in range(count)
+    ]
+
+
+def numbered(text: str, first: int, count: int) -> str:
+    """What a naive read tool returns: ``cat -n`` style numbered lines."""
+    lines = text.splitlines()[first : first + count]
+    return "\n".join(f"{first + i + 1:>{NUMBER_WIDTH}}\t{line}" for i, line in enumerate(lines))
+
+
+def raw_read(path: Path, first: int = 0) -> str:
+    with open(path, "rb") as handle:
+        return numbered(handle.read().decode("utf-8"), first, READ_WINDOW)
+
+
+def raw_atomic_write(path: Path, data: bytes) -> None:
+    staged = path.with_name(f".{path.name}.tmp")
+    with open(staged, "wb") as handle:
+        handle.write(data)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(staged, path)
+
+
+def raw_edit(path: Path, old: str, new: str) -> None:
+    with open(path, "rb") as handle:
+        text = handle.read().decode("utf-8")
+    raw_atomic_write(path, text.replace(old, new, 1).encode("utf-8"))
+
+
+def flip(first: T, second: T) -> Callable[[], T]:
+    """Alternates two states, so every run really changes the file and the next undoes it."""
+    return itertools.cycle((first, second)).__next__
+
+
+async def case_read4k(bench: Bench) -> list[Row | str]:
+    path = bench.root / "small.py"
+    path.write_text("".join(source_lines(80))[:4096])
+    fs = bench.fs
+    tool, base = await bench.pair(lambda: fs.read_file("small.py"), lambda: raw_read(path), 400)
+    return [Row("read 4 KB", "ms", tool, base, Target("< 1 ms", 1e-3))]
+
+
+async def case_read1m(bench: Bench) -> list[Row | str]:
+    path = bench.root / "big.py"
+    text = "".join(source_lines(20_000))
+    path.write_text(text)
+    fs, end, target = bench.fs, 20_000 - READ_WINDOW, Target("< 10 ms", 10e-3)
+    first = await bench.pair(lambda: fs.read_file("big.py"), lambda: raw_read(path), 60)
+    last = await bench.pair(
+        lambda: fs.read_file("big.py", offset=end), lambda: raw_read(path, end), 60
+    )
+    size = f"{len(text) / 1e6:.2f} MB, 20k lines"
+    return [
+        Row(f"read 1 MB, first 2000 lines ({size})", "ms", *first, target),
+        Row("read 1 MB, last 2000 lines (offset)", "ms", *last, target),
+    ]
+
+
+async def case_write1m(bench: Bench) -> list[Row | str]:
+    body = "".join(source_lines(20_000))
+    versions = ("# version A\n" + body, "# version B\n" + body)
+    tool_path, base_path = bench.root / "written.py", bench.root / "written_raw.py"
+    tool_path.write_text(versions[1])
+    base_path.write_text(versions[1])
+    tool_turn, base_turn = flip(*versions), flip(*versions)
+    times = await bench.pair(
+        lambda: bench.fs.write_file("written.py", tool_turn()),
+        lambda: raw_atomic_write(base_path, base_turn().encode()),
+        30,
+    )
+    return [Row("atomic write 1 MB (overwrite, 1 line differs)", "ms", *times)]
+
+
+async def case_edit(lines: int, reps: int, bench: Bench) -> list[Row | str]:
+    text = "".join(source_lines(lines))
+    tool_path, base_path = bench.root / f"edit{lines}.py", bench.root / f"edit{lines}_raw.py"
+    tool_path.write_text(text)
+    base_path.write_text(text)
+    line = source_lines(lines // 2 + 1)[-1].rstrip("\n")
+    edited = line + "  # edited"
+    tool_turn, base_turn = (flip((line, edited), (edited, line)) for _ in range(2))
+    times = await bench.pair(
+        lambda: bench.fs.edit_file(tool_path.name, *tool_turn()),
+        lambda: raw_edit(base_path, *base_turn()),
+        reps,
+    )
+    size = f"{len(text) / 1e6:.1f} MB"
+    return [Row(f"edit, {lines // 1000}k-line file ({size})", "ms", *times)]
+
+
+def codex_patch(files: list[str], edits: list[tuple[tuple[str, str, str], str]]) -> str:
+    """One single-line update hunk per file, with a line of context on each side."""
+    hunks = [
+        f"*** Update File: {name}\n@@\n {before}\n-{old}\n+{new}\n {after}\n"
+        for name, ((before, old, after), new) in zip(files, edits, strict=True)
+    ]
+    return "*** Begin Patch\n" + "".join(hunks) + "*** End Patch\n"
+
+
+async def case_patch50(bench: Bench) -> list[Row | str]:
+    if "apply_patch" not in bench.fs.tool_names():
+        return ["apply_patch: not available"]
+    lines = source_lines(200)
+    middle = [line.rstrip("\n") for line in lines[99:102]]
+    names = [f"patched/mod{i:02d}.py" for i in range(PATCH_FILES)]
+    for folder in ("patched", "patched_raw"):
+        (bench.root / folder).mkdir()
+        for i in range(PATCH_FILES):
+            (bench.root / folder / f"mod{i:02d}.py").write_text("".join(lines))
+    edited = middle[1] + "  # patched"
+    forward = codex_patch(names, [((middle[0], middle[1], middle[2]), edited)] * PATCH_FILES)
+    back = codex_patch(names, [((middle[0], edited, middle[2]), middle[1])] * PATCH_FILES)
+    patches, pairs = flip(forward, back), flip((middle[1], edited), (edited, middle[1]))
+    raw_paths = [bench.root / "patched_raw" / f"mod{i:02d}.py" for i in range(PATCH_FILES)]
+
+    def raw_patch() -> None:
+        old, new = pairs()
+        for path in raw_paths:
+            raw_edit(path, old, new)
+
+    patch = await bench.pair(
+        lambda: bench.fs.call("apply_patch", {"patch": patches()}), raw_patch, 15
+    )
+    return [Row(f"apply_patch, {PATCH_FILES} files", "ms", *patch)]
+
+
+def grep_tree(root: Path) -> None:
+    """20,000 small files in 100 folders; every 100th holds one matching line."""
+    lines = "".join(source_lines(16))
+    for i in range(GREP_FILES):
+        folder = root / f"d{i // 200:03d}"
+        if i % 200 == 0:
+            folder.mkdir(parents=True)
+        extra = f"    flag = 'needle_{i}_found'\n" if i % GREP_EVERY == 0 else ""
+        (folder / f"f{i:05d}.py").write_text(f"# file {i}\n{lines}{extra}")
+
+
+def raw_rg(root: Path) -> int:
+    done = subprocess.run(
+        [str(RG), "--no-config", "-n", GREP_PATTERN, "tree"],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    )
+    return done.stdout.count(b"\n")
+
+
+async def case_grep(bench: Bench) -> list[Row | str]:
+    if not RG.is_file():
+        return [f"grep: no rg at {RG}"]
+    grep_tree(bench.root / "tree")
+    expected = GREP_FILES // GREP_EVERY
+    found = raw_rg(bench.root)
+    check = await bench.fs.grep(GREP_PATTERN, path="tree", limit=1000)
+    if found != expected or check.data.get("match_count") != expected:
+        raise SystemExit(f"grep found {found} / {check.data.get('match_count')}, not {expected}")
+    times = await bench.pair(
+        lambda: bench.fs.grep(GREP_PATTERN, "tree", limit=1000), lambda: raw_rg(bench.root), 15
+    )
+    name = f"grep, {GREP_FILES} files, {expected} matches (backend {check.data['backend']})"
+    return [Row(name, "ms", *times, Target("<= 1.3x rg", 1.3, on_ratio=True))]
+
+
+async def case_guard(bench: Bench) -> list[Row | str]:
+    (bench.root / "src" / "pkg").mkdir(parents=True)
+    (bench.root / "src" / "pkg" / "mod.py").write_text("x = 1\n")
+    guard = PathGuard(bench.root, SandboxPolicy())
+    joined = os.path.join(str(bench.root), "src/pkg/mod.py")
+    times = await bench.pair(
+        lambda: guard.resolve("src/pkg/mod.py"), lambda: os.path.realpath(joined), 40, inner=500
+    )
+    return [Row("path guard resolve (per call)", "µs", *times, Target("< 20 µs", 20e-6))]
+
+
+CASES: dict[str, Callable[[Bench], Awaitable[list[Row | str]]]] = {
+    "read4k": case_read4k,
+    "read1m": case_read1m,
+    "write1m": case_write1m,
+    "edit10k": functools.partial(case_edit, 10_000, 30),
+    "edit100k": functools.partial(case_edit, 100_000, 10),
+    "patch50": case_patch50,
+    "grep": case_grep,
+    "guard": case_guard,
+}
+SCALE = {"ms": 1e3, "µs": 1e6}
+
+
+def format_row(row: Row) -> str:
+    scale = SCALE[row.unit]
+    tool, base = statistics.median(row.tool), statistics.median(row.base)
+    ratio = tool / base if base > 0 else math.inf
+    cells = [
+        f"{row.name:<58}",
+        f"{tool * scale:>9.3f} {row.unit} (p90 {p90(row.tool) * scale:>9.3f})",
+        f"raw {base * scale:>9.3f} (p90 {p90(row.base) * scale:>9.3f})",
+        f"{ratio:>7.2f}x",
+    ]
+    if row.target is not None:
+        verdict = "PASS" if row.target.met(tool, ratio) else "MISS"
+        cells.append(f"target {row.target.label}: {verdict}")
+    return "  ".join(cells)
+
+
+def mount_type(path: Path) -> str:
+    """The file system type under ``path``: fsync and rename costs depend on it."""
+    try:
+        mounts = [line.split() for line in Path("/proc/mounts").read_text().splitlines()]
+    except OSError:
+        return "unknown"
+    target = str(path.resolve()) + "/"
+    under = [m for m in mounts if len(m) > 2 and target.startswith(m[1].rstrip("/") + "/")]
+    return max(under, key=lambda m: len(m[1]))[2] if under else "unknown"
+
+
+def header(provider: str, workdir: Path) -> list[str]:
+    affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
+    return [
+        f"# command: {shlex.join(getattr(sys, 'orig_argv', [sys.executable, *sys.argv]))}",
+        f"# date: {datetime.now(timezone.utc).isoformat(timespec='seconds')}",
+        f"# python: {platform.python_implementation()} {platform.python_version()}",
+        f"# cpus: {os.cpu_count()} (usable: {affinity})",
+        f"# kernel: {platform.system()} {platform.release()} {platform.machine()}",
+        f"# provider: {provider}; audit on; undo journal on; file system: {mount_type(workdir)}",
+        "# times: median (p90) of repeated runs after warm-up; raw = the same job in plain "
+        "Python (rg for grep), measured in turns with the tool in the same run",
+    ]
+
+
+def make_provider(name: str, root: Path) -> Provider:
+    if name == "linux":
+        assert LinuxSandboxProvider is not None
+        return LinuxSandboxProvider(root, SandboxPolicy())
+    return LocalProvider()
+
+
+async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
+    """Each case gets its own root, toolkit and (through the root) undo journal, so a
+    figure does not depend on which cases ran before it."""
+    os.environ[JOURNAL_ENV] = str(workdir / "journal")
+    out: list[str] = []
+    for name in args.only:
+        root = workdir / name
+        root.mkdir()
+        fs = FileTools(
+            root,
+            provider=make_provider(args.provider, root),
+            hooks=[AutoApprovePolicy()],
+            audit=AuditLog(workdir / "audit"),
+        )
+        bench = Bench(fs, fs.root, 5 if args.quick else 1, 1 if args.quick else 3)
+        try:
+            rows = await CASES[name](bench)
+        finally:
+            await fs.close()
+        for row in rows:
+            line = row if isinstance(row, str) else format_row(row)
+            print(line, flush=True)
+            out.append(line)
+    return out
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--output", type=Path, help="also write the table here, with a header")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
+    parser.add_argument(
+        "--only",
+        type=lambda text: [part.strip() for part in text.split(",") if part.strip()],
+        default=list(CASES),
+        help=f"comma-separated cases to run, of: {', '.join(CASES)}",
+    )
+    providers = ["local"] + (["linux"] if LinuxSandboxProvider is not None else [])
+    parser.add_argument("--provider", choices=providers, default="local")
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.only if name not in CASES]
+    if unknown:
+        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="tinyagent-bench-") as tmp:
+        workdir = Path(tmp)
+        head = header(args.provider, workdir)
+        print("\n".join(head), flush=True)
+        rows = asyncio.run(run(args, workdir))
+    if args.output is not None:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text("\n".join([*head, *rows]) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,42 @@
+"""The tool benchmark still runs end to end; its timings are never asserted on."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "bench_tools.py"
+
+
+def run_bench(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_quick_read4k_prints_a_ratio_and_writes_the_table_with_its_header(
+    tmp_path: Path,
+) -> None:
+    output = tmp_path / "results" / "tools.txt"
+    done = run_bench("--quick", "--only", "read4k", "--output", str(output))
+    assert done.returncode == 0, done.stderr
+    row = next(line for line in done.stdout.splitlines() if line.startswith("read 4 KB"))
+    assert re.search(r"\s\d+\.\d+x\s", row)
+    assert re.search(r"target < 1 ms: (PASS|MISS)$", row)
+    written = output.read_text(encoding="utf-8").splitlines()
+    assert written[0].startswith("# command: ") and "--only read4k" in written[0]
+    assert any(line.startswith("# kernel: ") for line in written)
+    assert row in written
+
+
+def test_unknown_case_is_refused_before_anything_runs() -> None:
+    done = run_bench("--quick", "--only", "read4k,nosuchcase")
+    assert done.returncode == 2
+    assert "nosuchcase" in done.stderr
+    assert "read 4 KB" not in done.stdout
