@@ -8,7 +8,9 @@ bytes. Paths are absolute and already guarded.
 from __future__ import annotations
 
 import difflib
+import functools
 import hashlib
+import re
 import uuid
 from dataclasses import dataclass, field, replace
 from enum import Enum
@@ -19,6 +21,7 @@ from .text import split_lines
 
 MISSING = "missing"
 """The planned-against hash of a path that must not exist at commit time."""
+DIFF_CONTEXT = 3
 DIRECTORY = "directory"
 """The planned-against hash of a path that must be a directory at commit time."""
 
@@ -70,15 +73,29 @@ class FileChange:
     def dest_expected_hash(self) -> str:
         return content_hash(self.dest_old_bytes)
 
-    def line_counts(self) -> tuple[int, int]:
-        """(+added, -removed) lines of this change's diff."""
+    @functools.cached_property
+    def _hunks(self) -> list[str] | None:
+        """The diff's hunks, computed once (reviews, results and audit all show it);
+        None when either side is not text."""
+        old_text = _display_text(self.old_bytes, self.old_text)
+        new_text = _display_text(self.new_bytes, self.new_text)
+        if old_text is None or new_text is None:
+            return None
+        return hunk_lines(split_lines(old_text), split_lines(new_text))
+
+    @functools.cached_property
+    def _counts(self) -> tuple[int, int]:
         added = removed = 0
-        for line in self.diff_lines(root=None):
-            if line.startswith("+") and not line.startswith("+++"):
+        for line in self._hunks or ():
+            if line.startswith("+"):
                 added += 1
-            elif line.startswith("-") and not line.startswith("---"):
+            elif line.startswith("-"):
                 removed += 1
         return added, removed
+
+    def line_counts(self) -> tuple[int, int]:
+        """(+added, -removed) lines of this change's diff."""
+        return self._counts
 
     def diff_lines(self, root: Path | None) -> list[str]:
         def show(p: Path) -> str:
@@ -95,27 +112,58 @@ class FileChange:
             return [f"deleted directory {show(self.path)}/\n"]
         src = show(self.path)
         dst = show(self.dest) if self.dest is not None else src
-        old_text = _display_text(self.old_bytes, self.old_text)
-        new_text = _display_text(self.new_bytes, self.new_text)
         header: list[str] = []
         if self.kind is ChangeKind.MOVE:
             header.append(f"rename from {src}\nrename to {dst}\n")
-        if old_text is None or new_text is None:
+        hunks = self._hunks
+        if hunks is None:
             if self.kind is ChangeKind.MOVE and self.old_bytes == self.new_bytes:
                 return header
-            header.append(f"Binary files {src} and {dst} differ\n")
+            return [*header, f"Binary files {src} and {dst} differ\n"]
+        if not hunks:
             return header
         from_name = "/dev/null" if self.old_bytes is None else f"a/{src}"
         to_name = "/dev/null" if self.new_bytes is None else f"b/{dst}"
-        body = list(
-            difflib.unified_diff(
-                split_lines(old_text),
-                split_lines(new_text),
-                from_name,
-                to_name,
-            )
-        )
-        return header + [_ensure_newline(line) for line in body]
+        return [*header, f"--- {from_name}\n", f"+++ {to_name}\n", *hunks]
+
+
+def hunk_lines(old: list[str], new: list[str], context: int = DIFF_CONTEXT) -> list[str]:
+    """Unified-diff hunks of two line lists.
+
+    The lines both versions share at the start and the end are cut off before
+    difflib runs (keeping ``context`` of them), so a one-line edit in a 100k-line
+    file diffs a few lines, not the whole file; hunk headers are shifted back.
+    """
+    limit = min(len(old), len(new))
+    prefix = 0
+    while prefix < limit and old[prefix] == new[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
+        suffix += 1
+    start = max(0, prefix - context)
+    keep_tail = max(0, suffix - context)
+    body = difflib.unified_diff(
+        old[start : len(old) - keep_tail], new[start : len(new) - keep_tail], n=context
+    )
+    out: list[str] = []
+    for index, line in enumerate(body):
+        if index < 2:  # the ---/+++ file header; callers add their own names
+            continue
+        if line.startswith("@@"):
+            line = _HUNK_HEADER.sub(lambda m: _shifted(m, start), line)
+        out.append(_ensure_newline(line))
+    return out
+
+
+_HUNK_HEADER = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
+
+
+def _shifted(match: re.Match[str], offset: int) -> str:
+    old_start, old_len, new_start, new_len = match.groups()
+    return (
+        f"@@ -{int(old_start) + offset}{old_len or ''} +{int(new_start) + offset}{new_len or ''} @@"
+    )
 
 
 def _display_text(data: bytes | None, decoded: str | None) -> str | None:

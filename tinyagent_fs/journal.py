@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .changes import ChangeKind, ChangeSet, content_hash
+from .changes import ChangeSet, content_hash
 
 JOURNAL_ENV = "TINYAGENT_FS_JOURNAL_DIR"
 KEEP_ENTRIES = 200
@@ -104,23 +104,21 @@ class UndoJournal:
         manifest = self._read_manifest(change_id)
         return None if manifest is None else _entry(self.directory / change_id, manifest)
 
-    def entries(self) -> list[JournalEntry]:
-        """All entries, oldest first."""
-        found = []
-        for manifest in self._manifests():
-            found.append(_entry(self.directory / manifest["change_id"], manifest))
-        return sorted(found, key=lambda e: e.created)
-
     def last_undoable(self) -> JournalEntry | None:
-        for entry in reversed(self.entries()):
-            if entry.status == "committed" and entry.undone_by is None:
-                return entry
+        for manifest in reversed(self._manifests()):
+            if manifest["status"] == "committed" and manifest.get("undone_by") is None:
+                return _entry(self.directory / manifest["change_id"], manifest)
         return None
 
     def pending(self) -> list[JournalEntry]:
-        return [e for e in self.entries() if e.status == "pending"]
+        return [
+            _entry(self.directory / m["change_id"], m)
+            for m in self._manifests()
+            if m["status"] == "pending"
+        ]
 
     def _manifests(self) -> list[dict[str, Any]]:
+        """Every entry's manifest (not its stored bytes), oldest first."""
         if not self.directory.is_dir():
             return []
         out = []
@@ -128,7 +126,7 @@ class UndoJournal:
             manifest = self._read_manifest(child.name)
             if manifest is not None:
                 out.append(manifest)
-        return out
+        return sorted(out, key=lambda m: m["created"])
 
     def _read_manifest(self, change_id: str) -> dict[str, Any] | None:
         try:
@@ -152,9 +150,11 @@ class UndoJournal:
             self._write_manifest(change_id, manifest)
 
     def _prune(self) -> None:
-        entries = self.entries()
-        for entry in entries[: max(0, len(entries) - KEEP_ENTRIES)]:
-            shutil.rmtree(self.directory / entry.change_id, ignore_errors=True)
+        if sum(1 for _ in self.directory.iterdir()) <= KEEP_ENTRIES:
+            return
+        manifests = self._manifests()
+        for manifest in manifests[: max(0, len(manifests) - KEEP_ENTRIES)]:
+            shutil.rmtree(self.directory / manifest["change_id"], ignore_errors=True)
 
 
 def _store(folder: Path, name: str, data: bytes | None) -> str | None:
@@ -197,6 +197,3 @@ def _entry(folder: Path, manifest: dict[str, Any]) -> JournalEntry:
         files=files,
         undone_by=manifest.get("undone_by"),
     )
-
-
-__all__ = ["ChangeKind", "JournalEntry", "JournalFile", "UndoJournal", "default_journal_dir"]

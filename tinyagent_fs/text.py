@@ -217,6 +217,9 @@ def split_lines(text: str) -> list[str]:
     ``str.splitlines`` also splits on form feeds, \\x1c-\\x1e and U+2028, which
     would make line numbers disagree with every editor and with ``grep``.
     """
+    lines = text.splitlines(keepends=True)
+    if len(lines) == line_count(text):  # no exotic separators: same split, faster
+        return lines
     return _LINE.findall(text)
 
 
@@ -243,6 +246,8 @@ def _decoded(text: str, encoding: str, bom: bytes) -> DecodedText:
 
 
 def _dominant_newline(text: str) -> str:
+    if "\r" not in text:
+        return "\n"
     crlf = text.count("\r\n")
     counts = {
         "\n": text.count("\n") - crlf,
@@ -270,6 +275,8 @@ def _decode_exact(data: bytes, encoding: str) -> str | None:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError):
         return None
+    if encoding == "utf-8":  # a strict UTF-8 decode always round-trips
+        return text
     try:
         same = text.encode(encoding) == data
     except UnicodeEncodeError:
