@@ -148,3 +148,36 @@ async def test_file_changed_during_review_is_a_conflict(project: Path, audit) ->
     result = await fs.edit_file("README.md", "# Sample", "# Mine")
     assert result.error.code == "CONFLICT"
     assert target.read_text() == "# edited while the person was deciding\n"
+
+
+async def test_edit_file_regex_with_template(fs: FileTools, project: Path) -> None:
+    result = await fs.edit_file(
+        "src/pkg/core.py",
+        r"def (\w+)\(a, b\)",
+        r"def \1(x, y)",
+        expected_replacements=2,
+        regex=True,
+    )
+    assert result.ok, result.text
+    assert (project / "src/pkg/core.py").read_text().count("(x, y)") == 2
+
+
+async def test_edit_file_replace_all(fs: FileTools, project: Path) -> None:
+    result = await fs.edit_file("src/pkg/core.py", "a, b", "left, right", replace_all=True)
+    assert result.ok and result.data["replacements"] == 2
+
+
+async def test_catastrophic_regex_is_stopped(fs: FileTools, project: Path) -> None:
+    (project / "aaa.txt").write_text("a" * 40 + "!\n")
+    result = await fs.edit_file("aaa.txt", r"(a+)+$", "x", regex=True)
+    assert not result.ok
+    assert result.error.code == "TIMEOUT"
+    assert (project / "aaa.txt").read_text() == "a" * 40 + "!\n"
+
+
+async def test_tolerant_match_says_which_tolerance(fs: FileTools, project: Path) -> None:
+    (project / "ws.py").write_text("def f():   \n    return 1  \n")
+    result = await fs.edit_file("ws.py", "def f():\n    return 1\n", "def f():\n    return 2\n")
+    assert result.ok, result.text
+    assert result.data["tolerance"] == "trailing_whitespace"
+    assert "tolerance 'trailing_whitespace'" in result.text

@@ -1,4 +1,4 @@
-"""Command line: ``tinyagent-fs call | schemas | audit tail``."""
+"""Command line: ``tinyagent-fs call | schemas | audit tail | mcp``."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.command == "schemas":
         print(json.dumps(export_schemas(tool_table().values(), options.format), indent=2))
         return 0
+    if options.command == "mcp":
+        return _mcp(options)
     return _audit_tail(options)
 
 
@@ -56,6 +58,17 @@ def _parser() -> argparse.ArgumentParser:
     tail.add_argument("-n", type=int, default=20, help="how many events (default 20)")
     tail.add_argument("--audit-dir", default=None)
     tail.add_argument("--json", action="store_true", help="one JSON object per line")
+    mcp = commands.add_parser("mcp", help="serve the tools to an MCP client over stdio")
+    mcp.add_argument("--root", default=".", help="project folder (default: .)")
+    mcp.add_argument(
+        "--policy",
+        choices=POLICY_NAMES,
+        default=None,
+        help="who decides on changes (default: $TINYAGENT_FS_POLICY or risk-based, "
+        "which asks the person through the client where it can)",
+    )
+    mcp.add_argument("--provider", choices=PROVIDER_NAMES, default="auto")
+    mcp.add_argument("--audit-dir", default=None, help="where the audit log lives")
     return parser
 
 
@@ -87,6 +100,15 @@ def _call(parser: argparse.ArgumentParser, options: argparse.Namespace) -> int:
 async def _run(fs: FileTools, tool: str, args: dict[str, Any]) -> Any:
     async with fs:
         return await fs.call(tool, args)
+
+
+def _mcp(options: argparse.Namespace) -> int:
+    try:
+        from .integrations.mcp_server import main as serve
+    except ImportError as exc:
+        print(f"tinyagent-fs: {exc}; pip install 'tinyagent-fs[mcp]'", file=sys.stderr)
+        return USAGE_ERROR
+    return serve(options.root, options.policy, options.provider, options.audit_dir)
 
 
 def _audit_tail(options: argparse.Namespace) -> int:

@@ -105,7 +105,13 @@ class FileTools:
         )
 
     async def edit_file(
-        self, path: str, old_string: str, new_string: str, expected_replacements: int = 1
+        self,
+        path: str,
+        old_string: str,
+        new_string: str,
+        expected_replacements: int = 1,
+        replace_all: bool = False,
+        regex: bool = False,
     ) -> ToolResult:
         return await self.call(
             "edit_file",
@@ -114,6 +120,8 @@ class FileTools:
                 "old_string": old_string,
                 "new_string": new_string,
                 "expected_replacements": expected_replacements,
+                "replace_all": replace_all,
+                "regex": regex,
             },
         )
 

@@ -19,7 +19,7 @@ from .result import ToolResult
 from .spec import ToolSpec
 from .validate import validate_arguments
 
-PATH_ARGUMENTS = ("path", "src", "dst", "workdir")
+PATH_ARGUMENTS = ("path", "src", "dst", "workdir", "file_path", "directory")
 
 
 @dataclass
@@ -31,6 +31,7 @@ class CallRecord:
     started: float = field(default_factory=time.perf_counter)
     review: Review | None = None
     changeset: ChangeSet | None = None
+    committed: bool = False
     bytes_read: int = 0
     bytes_written: int = 0
 
@@ -93,7 +94,8 @@ class Pipeline:
         for key in PATH_ARGUMENTS:
             value = args.get(key)
             if isinstance(value, str):
-                self.ctx.resolve(value, for_write=not spec.read_only and key != "workdir")
+                writes = not spec.read_only and key not in ("workdir", "directory")
+                self.ctx.resolve(value, for_write=writes)
 
     async def _direct(self, record: CallRecord, spec: ToolSpec, args: dict[str, Any]) -> ToolResult:
         call = ToolCall(spec.name, args, spec.risk, call_id=uuid.uuid4().hex[:12])
@@ -140,6 +142,7 @@ class Pipeline:
         record.args = review.call.args
         record.changeset = final.changeset
         report = await self._commit(final)
+        record.committed = True
         record.bytes_written = report.get("bytes_written", 0)
         result = final.render(final.changeset, report)
         result.data["change_id"] = final.changeset.change_id
@@ -204,10 +207,10 @@ class Pipeline:
             ),
             bytes_read=record.bytes_read,
             bytes_written=record.bytes_written,
-            lines_added=added if result.ok else 0,
-            lines_removed=removed if result.ok else 0,
+            lines_added=added if record.committed else 0,
+            lines_removed=removed if record.committed else 0,
             duration_ms=round((time.perf_counter() - record.started) * 1000, 3),
-            change_id=changeset.change_id if changeset and result.ok else None,
+            change_id=changeset.change_id if changeset and record.committed else None,
             diff=changeset.unified_diff() if changeset else None,
             message=result.text.splitlines()[0][:200] if result.text else "",
             provider=self.ctx.provider.name,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ..integrations.aliases import ALIAS_TOOLS
 from .command_tool import COMMAND_TOOLS
 from .patch_tool import PATCH_TOOLS
 from .path_tools import PATH_TOOLS
@@ -19,6 +20,7 @@ ALL_TOOLS: tuple[ToolSpec, ...] = (
     *PATH_TOOLS,
     *UNDO_TOOLS,
     *COMMAND_TOOLS,
+    *ALIAS_TOOLS,
 )
 
 

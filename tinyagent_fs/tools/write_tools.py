@@ -128,8 +128,8 @@ async def plan_edit_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         args["old_string"],
         args["new_string"],
         expected_replacements=args["expected_replacements"],
-        replace_all=args.get("replace_all", False),
-        regex=args.get("regex", False),
+        replace_all=args["replace_all"],
+        regex=args["regex"],
         file_newline=decoded.newline,
     )
     return _edit_plan(ctx, "edit_file", path, old, decoded, result)
@@ -226,9 +226,27 @@ WRITE_TOOLS = (
             "include enough surrounding lines to make it unique. On NO_MATCH the error shows "
             "the nearest candidate lines: read the file there and copy the text exactly. On "
             "AMBIGUOUS_MATCH add context or set expected_replacements. old_string='' creates "
-            "a new file with new_string."
+            "a new file with new_string. If no exact match exists, a match differing only in "
+            "trailing whitespace, indentation, line endings or typographic quotes is used when "
+            "exactly one place fits, and the result says so. replace_all replaces every "
+            "occurrence; regex=true treats old_string as a Python regex."
         ),
-        parameters=schema({"path": FILE, **EDIT_FIELDS}, ("path", "old_string", "new_string")),
+        parameters=schema(
+            {
+                "path": FILE,
+                **EDIT_FIELDS,
+                "replace_all": boolean(
+                    "Replace every exact occurrence, however many there are.", False
+                ),
+                "regex": boolean(
+                    "old_string is a Python regular expression (use inline flags such as "
+                    "(?m)); new_string is its replacement template (\\1, \\g<name>). "
+                    "Stopped with TIMEOUT if it runs too long.",
+                    False,
+                ),
+            },
+            ("path", "old_string", "new_string"),
+        ),
         risk=Risk.WRITE,
         plan=plan_edit_file,
     ),

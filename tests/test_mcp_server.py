@@ -1,0 +1,201 @@
+"""``tinyagent-fs mcp`` as an MCP client sees it: the SDK's own client over stdio.
+
+Each test starts the real server process (``python -m tinyagent_fs mcp``) and
+talks to it with ``mcp.Client``. Elicitation is answered by the client's
+callback, as a client application would after showing the person the question;
+both protocol eras are covered: 2025-11-25 (``mode="legacy"``, the server sends
+an ``elicitation/create`` request mid-call) and 2026-07-28 (``mode="auto"``, the
+server answers ``InputRequiredResult`` and the client retries with the answer).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters, types
+
+from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.cli import main
+from tinyagent_fs.tools.registry import tool_table
+
+Answer = types.ElicitResult
+
+
+@asynccontextmanager
+async def connect(
+    root: Path,
+    audit_dir: Path,
+    policy: str,
+    *,
+    mode: str = "auto",
+    answers: list[Answer] | None = None,
+    questions: list[str] | None = None,
+) -> AsyncIterator[Client]:
+    """A client session with a fresh server; ``answers`` enables elicitation."""
+
+    async def elicit(context: Any, params: Any) -> Answer:
+        assert questions is not None and answers
+        questions.append(params.message)
+        return answers.pop(0)
+
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "tinyagent_fs", "mcp", "--root", str(root), "--policy", policy],
+        env={**os.environ, "TINYAGENT_FS_AUDIT_DIR": str(audit_dir)},
+    )
+    callback = elicit if answers is not None else None
+    async with Client(server, mode=mode, elicitation_callback=callback) as client:
+        yield client
+
+
+def events(audit_dir: Path) -> list[dict[str, Any]]:
+    path = AuditLog(audit_dir).path
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def error_code(result: types.CallToolResult) -> str | None:
+    error = result.structured_content["error"]
+    return error["code"] if error else None
+
+
+EDIT = {"path": "src/pkg/core.py", "old_string": "return a - b", "new_string": "return b - a"}
+
+
+async def test_lists_every_tool_with_our_schema_and_risk_hints(
+    project: Path, isolated_audit_dir: Path
+) -> None:
+    async with connect(project, isolated_audit_dir, "auto-approve") as client:
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+
+    specs = tool_table()
+    assert set(listed) == set(specs)
+    for name, spec in specs.items():
+        assert listed[name].input_schema == spec.parameters
+        assert listed[name].description == spec.description
+    hints = {
+        name: (t.annotations.read_only_hint, t.annotations.destructive_hint)
+        for name, t in listed.items()
+    }
+    assert hints["read_file"] == (True, False)
+    assert hints["edit_file"] == (False, False)
+    assert hints["delete_path"] == (False, True)
+    assert hints["run_command"] == (False, True)
+    assert listed["grep"].annotations.idempotent_hint is True
+    assert listed["write_file"].annotations.idempotent_hint is False
+
+
+async def test_reads_edits_and_refuses_an_escape_all_audited(
+    project: Path, isolated_audit_dir: Path
+) -> None:
+    async with connect(project, isolated_audit_dir, "auto-approve") as client:
+        read = await client.call_tool("read_file", {"path": "src/pkg/core.py"})
+        edit = await client.call_tool("edit_file", EDIT)
+        escape = await client.call_tool("write_file", {"path": "../evil.txt", "content": "x"})
+
+    assert not read.is_error
+    assert "     5\tdef sub(a, b):" in read.content[0].text
+    assert not edit.is_error
+    assert edit.content[0].text.startswith("Edited src/pkg/core.py: 1 replacement(s)")
+    assert "return b - a" in (project / "src/pkg/core.py").read_text()
+    assert escape.is_error
+    assert error_code(escape) == "PATH_OUTSIDE_ROOT"
+    assert not (project.parent / "evil.txt").exists()
+    logged = events(isolated_audit_dir)
+    assert [(e["tool"], e["outcome"]) for e in logged] == [
+        ("read_file", "ok"),
+        ("edit_file", "ok"),
+        ("write_file", "error"),
+    ]
+    assert logged[1]["decided_by"] == "auto-approve"
+    assert logged[2]["security_violation"] is True
+
+
+async def test_a_policy_denial_reaches_the_client_and_changes_nothing(
+    project: Path, isolated_audit_dir: Path
+) -> None:
+    before = (project / "src/pkg/core.py").read_text()
+    async with connect(project, isolated_audit_dir, "deny-all") as client:
+        denied = await client.call_tool("edit_file", EDIT)
+
+    assert denied.is_error
+    assert error_code(denied) == "DENIED_BY_HOOK"
+    assert "deny-all policy allows only reads" in denied.content[0].text
+    assert (project / "src/pkg/core.py").read_text() == before
+    assert events(isolated_audit_dir)[-1]["outcome"] == "denied"
+
+
+async def test_without_elicitation_the_risk_based_policy_refuses_and_says_how_to_allow(
+    project: Path, isolated_audit_dir: Path
+) -> None:
+    async with connect(project, isolated_audit_dir, "risk-based") as client:
+        read = await client.call_tool("file_exists", {"path": "README.md"})
+        denied = await client.call_tool("edit_file", EDIT)
+
+    assert not read.is_error
+    assert error_code(denied) == "DENIED_BY_HOOK"
+    assert "does not support elicitation" in denied.content[0].text
+    assert "--policy auto-approve" in denied.content[0].text
+
+
+@pytest.mark.parametrize("mode", ["legacy", "auto"])
+async def test_an_approved_elicitation_applies_the_edit(
+    project: Path, isolated_audit_dir: Path, mode: str
+) -> None:
+    questions: list[str] = []
+    answers = [Answer(action="accept", content={"approve": True})]
+    async with connect(
+        project, isolated_audit_dir, "risk-based", mode=mode, answers=answers, questions=questions
+    ) as client:
+        edit = await client.call_tool("edit_file", EDIT)
+
+    assert not edit.is_error, edit.content[0].text
+    assert "return b - a" in (project / "src/pkg/core.py").read_text()
+    [question] = questions
+    assert "edit_file on src/pkg/core.py (+1 -1 lines)" in question
+    assert "-    return a - b\n+    return b - a" in question
+    applied = [e for e in events(isolated_audit_dir) if e["outcome"] == "ok"][-1]
+    assert (applied["tool"], applied["decided_by"]) == ("edit_file", "mcp-elicitation")
+    assert applied["change_id"]
+
+
+@pytest.mark.parametrize(
+    ("mode", "answer", "told"),
+    [
+        ("legacy", Answer(action="decline"), "the person declined this change"),
+        ("auto", Answer(action="decline"), "the person declined this change"),
+        ("auto", Answer(action="cancel"), "dismissed the approval request"),
+        (
+            "legacy",
+            Answer(action="accept", content={"approve": False, "reason": "keep a - b"}),
+            "keep a - b",
+        ),
+    ],
+)
+async def test_a_declined_elicitation_denies_the_edit_with_the_persons_reason(
+    project: Path, isolated_audit_dir: Path, mode: str, answer: Answer, told: str
+) -> None:
+    before = (project / "src/pkg/core.py").read_text()
+    questions: list[str] = []
+    async with connect(
+        project, isolated_audit_dir, "risk-based", mode=mode, answers=[answer], questions=questions
+    ) as client:
+        denied = await client.call_tool("edit_file", EDIT)
+
+    assert len(questions) == 1
+    assert error_code(denied) == "DENIED_BY_HOOK"
+    assert told in denied.content[0].text
+    assert (project / "src/pkg/core.py").read_text() == before
+    last = events(isolated_audit_dir)[-1]
+    assert (last["outcome"], last["decided_by"]) == ("denied", "mcp-elicitation")
+
+
+def test_a_missing_root_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["mcp", "--root", str(tmp_path / "missing")]) == 2
+    assert "tinyagent-fs mcp:" in capsys.readouterr().err
