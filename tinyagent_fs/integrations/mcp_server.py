@@ -17,13 +17,12 @@ the server with ``--policy auto-approve`` if changes should go through unasked.
 
 from __future__ import annotations
 
-import time
-
 import asyncio
 import copy
 import hashlib
 import json
 import sys
+import time
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
