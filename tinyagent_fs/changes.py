@@ -7,16 +7,15 @@ bytes. Paths are absolute and already guarded.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import hashlib
-import re
 import uuid
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
+from .diff import unified_hunks
 from .text import split_lines
 
 MISSING = "missing"
@@ -77,8 +76,8 @@ class FileChange:
     def _hunks(self) -> list[str] | None:
         """The diff's hunks, computed once (reviews, results and audit all show it);
         None when either side is not text."""
-        old_text = _display_text(self.old_bytes, self.old_text)
-        new_text = _display_text(self.new_bytes, self.new_text)
+        old_text = display_text(self.old_bytes, self.old_text)
+        new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
             return None
         return hunk_lines(split_lines(old_text), split_lines(new_text))
@@ -128,45 +127,12 @@ class FileChange:
 
 
 def hunk_lines(old: list[str], new: list[str], context: int = DIFF_CONTEXT) -> list[str]:
-    """Unified-diff hunks of two line lists.
-
-    The lines both versions share at the start and the end are cut off before
-    difflib runs (keeping ``context`` of them), so a one-line edit in a 100k-line
-    file diffs a few lines, not the whole file; hunk headers are shifted back.
-    """
-    limit = min(len(old), len(new))
-    prefix = 0
-    while prefix < limit and old[prefix] == new[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old[-1 - suffix] == new[-1 - suffix]:
-        suffix += 1
-    start = max(0, prefix - context)
-    keep_tail = max(0, suffix - context)
-    body = difflib.unified_diff(
-        old[start : len(old) - keep_tail], new[start : len(new) - keep_tail], n=context
-    )
-    out: list[str] = []
-    for index, line in enumerate(body):
-        if index < 2:  # the ---/+++ file header; callers add their own names
-            continue
-        if line.startswith("@@"):
-            line = _HUNK_HEADER.sub(lambda m: _shifted(m, start), line)
-        out.append(_ensure_newline(line))
-    return out
+    """Unified-diff hunks of two line lists, with git's marker for a missing final newline."""
+    return [_ensure_newline(line) for line in unified_hunks(old, new, context)]
 
 
-_HUNK_HEADER = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@")
-
-
-def _shifted(match: re.Match[str], offset: int) -> str:
-    old_start, old_len, new_start, new_len = match.groups()
-    return (
-        f"@@ -{int(old_start) + offset}{old_len or ''} +{int(new_start) + offset}{new_len or ''} @@"
-    )
-
-
-def _display_text(data: bytes | None, decoded: str | None) -> str | None:
+def display_text(data: bytes | None, decoded: str | None) -> str | None:
+    """The text a diff shows for one side: "" for no file, None when not UTF-8 text."""
     if data is None:
         return ""
     if decoded is not None:

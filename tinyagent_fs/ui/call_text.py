@@ -1,0 +1,121 @@
+"""The words around a call: its one-line summary, its record, what the model is told.
+
+Shared by the approval card and the record left when a policy decided alone,
+so both describe a call the same way.
+"""
+
+from __future__ import annotations
+
+import difflib
+import html
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ..changes import ChangeKind, ChangeSet
+from ..hooks.decision import Decision, ToolCall, Verdict
+from .diff_sections import file_diffs
+
+MESSAGE_DIFF_LINES = 40
+ARG_PREVIEW_CHARS = 60
+
+
+def summarise(call: ToolCall) -> str:
+    """``edit_file src/a.py (modify) +3 −1`` or the command, for headings and records."""
+    changeset = call.changeset
+    if changeset is not None:
+        # Counted from the diff the pipeline already made: diffing again can take seconds.
+        sections = file_diffs(changeset, call.diff or None)
+        files = ", ".join(
+            f"{_relative(c.path, changeset.root)} → {_relative(c.dest, changeset.root)}"
+            if c.dest is not None
+            else f"{_relative(c.path, changeset.root)} ({c.kind.value})"
+            for c in changeset.changes
+        )
+        added = sum(s.added for s in sections)
+        removed = sum(s.removed for s in sections)
+        return f"{call.tool} {files} +{added} −{removed}"
+    if call.tool == "run_command":
+        return f"run_command $ {_preview(call.args.get('command', ''))}"
+    return f"{call.tool} {_preview(json.dumps(call.args, ensure_ascii=False, default=str))}"
+
+
+def editable_texts(changeset: ChangeSet) -> dict[str, str]:
+    """Files whose new content is text, keyed by where that content lands."""
+    texts: dict[str, str] = {}
+    for change in changeset.changes:
+        if change.kind not in (ChangeKind.CREATE, ChangeKind.MODIFY, ChangeKind.MOVE):
+            continue
+        text = change.new_text
+        if text is None and change.new_bytes is not None:
+            try:
+                text = change.new_bytes.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+        if text is None:
+            continue
+        target = change.dest if change.dest is not None else change.path
+        texts[_relative(target, changeset.root)] = text
+    return texts
+
+
+def _relative(path: Path, root: Path) -> str:
+    try:
+        return path.relative_to(root).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def content_change_message(proposed: dict[str, str], edited: dict[str, str]) -> str:
+    """What the model is told: which files a person rewrote, as a short diff."""
+    lines: list[str] = []
+    for path, text in edited.items():
+        lines += difflib.unified_diff(
+            proposed[path].splitlines(), text.splitlines(), f"proposed/{path}", f"edited/{path}"
+        )
+    diff = [line.rstrip("\n") for line in lines]
+    if len(diff) > MESSAGE_DIFF_LINES:
+        diff = [*diff[:MESSAGE_DIFF_LINES], f"... ({len(diff) - MESSAGE_DIFF_LINES} more lines)"]
+    names = ", ".join(edited)
+    return f"a person edited the proposed content of {names} in the notebook:\n" + "\n".join(diff)
+
+
+def argument_change_message(old: dict[str, Any], new: dict[str, Any]) -> str:
+    changes = [
+        f"{key}: {_preview(json.dumps(old.get(key), default=str))} -> "
+        f"{_preview(json.dumps(new.get(key), default=str))}"
+        for key in sorted(set(old) | set(new))
+        if old.get(key) != new.get(key)
+    ]
+    return "a person changed the arguments in the notebook: " + "; ".join(changes)
+
+
+def record_html(call: ToolCall, summary: str, decision: Decision, how: str = "") -> str:
+    """The one line that stays once a call is decided: what, who, when."""
+    label = {
+        Verdict.PROCEED: "✅ Approved",
+        Verdict.MODIFY: "✏️ Modified",
+        Verdict.DENY: "⛔ Denied",
+        Verdict.ALTERNATIVE_RESPONSE: "↩️ Answered",
+    }[decision.verdict]
+    when = datetime.now().strftime("%H:%M:%S")
+    reason = f": {decision.message}" if decision.verdict is Verdict.DENY else ""
+    extra = f" ({how})" if how else ""
+    return (
+        f'<div style="font-family: var(--jp-ui-font-family); '
+        f'color: var(--jp-ui-font-color1)"><b>{label}</b>{extra} by '
+        f"{html.escape(decision.decided_by or 'unknown')} at {when} · "
+        f"<code>{html.escape(summary)}</code>{html.escape(_first_line(reason))}</div>"
+    )
+
+
+def _preview(text: str) -> str:
+    first = text.splitlines()[0] if text else ""
+    if len(first) <= ARG_PREVIEW_CHARS and first == text:
+        return first
+    return f"{first[:ARG_PREVIEW_CHARS]}… ({len(text)} chars)"
+
+
+def _first_line(text: str) -> str:
+    return text.splitlines()[0] if text else ""
