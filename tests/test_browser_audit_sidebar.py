@@ -1,0 +1,278 @@
+"""The audit sidebar in a real JupyterLab, driven through Debian's chromium by Playwright.
+
+A notebook asks an agent's file tools to edit a file; a person approves it in
+the approval widget and the edit appears in the sidebar, diff and all; a write
+the person denies, and an escape attempt, appear marked. Screenshots go to
+test-artifacts/browser/. A machine without chromium or playwright fails here
+with what to install: these tests are never skipped.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import pytest
+
+from tests.jupyter_process import JupyterProcess, start_jupyter
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "browser"
+NOTEBOOK = "agent_edits.ipynb"
+PANEL = "#tinyagent-fs-audit"
+ROW = f"{PANEL} .jp-TinyAgentFS-row"
+LIVE_LIMIT_S = 1.0
+
+CELLS = [
+    """\
+from pathlib import Path
+from tinyagent_fs import FileTools
+from tinyagent_fs.ui import JupyterHook
+
+root = Path("project")
+root.mkdir(exist_ok=True)
+(root / "app.py").write_text("x = 1\\n")
+hook = JupyterHook()
+fs = FileTools(root, hooks=[hook])
+print("ready:", hook.describe())""",
+    """\
+result = await fs.edit_file("app.py", "x = 1", "x = 2")
+print("edit:", result.text)""",
+    """\
+result = await fs.write_file("notes.txt", "hello\\n")
+print("write:", result.text)""",
+    """\
+result = await fs.read_file("../../etc/passwd")
+print("escape:", result.text)""",
+]
+
+
+def _require_browser() -> None:
+    missing = []
+    if not CHROMIUM.exists():
+        missing.append("Debian's chromium (apt-get install -y chromium)")
+    if importlib.util.find_spec("playwright") is None:
+        missing.append("the Python package playwright (pip install playwright)")
+    if missing:
+        pytest.fail("browser tests need " + " and ".join(missing), pytrace=False)
+
+
+@pytest.fixture(scope="module")
+def audit_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("browser-audit") / "audit.jsonl"
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory, audit_log: Path) -> Iterator[JupyterProcess]:
+    _require_browser()
+    root = tmp_path_factory.mktemp("browser-root")
+    home = tmp_path_factory.mktemp("browser-home")
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(notebook, root / NOTEBOOK)
+    # No "get notified about Jupyter news?" toast over the screenshots.
+    news = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    process = start_jupyter(
+        "lab",
+        root,
+        home,
+        env={
+            "TINYAGENT_FS_AUDIT_DIR": str(audit_log.parent),
+            "TINYAGENT_FS_JOURNAL_DIR": str(home / "journal"),
+        },
+    )
+    yield process
+    process.stop()
+
+
+@pytest.fixture(autouse=True)
+def screenshot_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
+    """What the browser showed when a test failed, beside the other screenshots."""
+    failed_before = request.session.testsfailed
+    yield
+    if request.session.testsfailed > failed_before and "page" in request.fixturenames:
+        shot(request.getfixturevalue("page"), f"failed-{request.node.name}")
+
+
+@pytest.fixture(scope="module")
+def page(lab: JupyterProcess) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": 1400, "height": 900})
+        tab = context.new_page()
+        tab.set_default_timeout(60_000)
+        tab.goto(lab.url(f"lab/tree/{NOTEBOOK}"))
+        tab.wait_for_selector(".jp-Notebook .jp-Cell", state="visible")
+        tab.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+        yield tab
+        context.close()
+        browser.close()
+
+
+def shot(page: Any, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"{name}.png"))
+
+
+def choose_theme(page: Any, theme: str) -> None:
+    page.locator(".lm-MenuBar-itemLabel", has_text="Settings").click()
+    page.locator(".lm-Menu-itemLabel", has_text="Theme").first.hover()
+    page.locator(".lm-Menu-itemLabel", has_text=theme).first.click()
+
+
+def run_palette_command(page: Any, label: str) -> None:
+    """Open the command palette from the View menu, search ``label`` and run it."""
+    page.locator(".lm-MenuBar-itemLabel", has_text="View").click()
+    page.locator(".lm-Menu-itemLabel", has_text="Activate Command Palette").click()
+    palette = page.locator(".lm-CommandPalette-input")
+    palette.wait_for(state="visible")
+    palette.fill(label)
+    item = page.locator(".lm-CommandPalette-item.lm-mod-active", has_text=label)
+    item.wait_for(state="visible")
+    palette.press("Enter")
+
+
+def run_cell(page: Any, index: int) -> None:
+    cell = page.locator(".jp-Notebook .jp-CodeCell").nth(index)
+    cell.locator(".jp-InputArea-editor").click()
+    page.keyboard.press("Shift+Enter")
+
+
+def audit_lines(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
+def wait_for_audit(path: Path, predicate: Callable[[dict], bool], timeout: float = 30) -> dict:
+    """Wait until the kernel has written a matching event; returns it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for event in audit_lines(path):
+            if predicate(event):
+                return event
+        time.sleep(0.02)
+    raise AssertionError(f"no matching audit event in {path}: {audit_lines(path)[-3:]}")
+
+
+def seconds_until_row(page: Any, event_id: str) -> float:
+    """How long after the event reached the log its row took to show in the sidebar.
+
+    Each measurement is also kept in test-artifacts/browser/latency.jsonl.
+    """
+    started = time.monotonic()
+    page.wait_for_selector(
+        f"{ROW}[data-event-id='{event_id}']", state="visible", timeout=LIVE_LIMIT_S * 1000 + 500
+    )
+    elapsed = time.monotonic() - started
+    with (ARTIFACTS / "latency.jsonl").open("a") as record:
+        record.write(json.dumps({"event_id": event_id, "seconds": round(elapsed, 3)}) + "\n")
+    return elapsed
+
+
+def test_the_sidebar_follows_approved_and_denied_calls(
+    lab: JupyterProcess, page: Any, audit_log: Path
+) -> None:
+    run_palette_command(page, "Show Agent Audit Log")
+    panel = page.locator(PANEL)
+    panel.wait_for(state="visible")
+    page.wait_for_selector(f"{PANEL} .jp-TinyAgentFS-status:not([data-mode='connecting'])")
+    shot(page, "01-panel-open")
+
+    run_cell(page, 0)
+    page.wait_for_selector(".jp-OutputArea-output:has-text('ready:')")
+
+    run_cell(page, 1)
+    approve = page.locator(".jupyter-widgets button:has-text('Approve')").first
+    approve.wait_for(state="visible")
+    shot(page, "02-approval-widget")
+    approve.click()
+    edit = wait_for_audit(audit_log, lambda e: e["tool"] == "edit_file")
+    latency = seconds_until_row(page, edit["event_id"])
+    assert latency <= LIVE_LIMIT_S, f"the approved edit showed after {latency:.2f}s"
+    # announced on the event bus, not found by the fallback poll
+    page.wait_for_selector(f"{PANEL} .jp-TinyAgentFS-status[data-mode='live']", timeout=2000)
+    assert edit["decision"] == "proceed" and edit["outcome"] == "ok"
+    assert (lab.root / "project" / "app.py").read_text() == "x = 2\n"
+    row = page.locator(f"{ROW}[data-event-id='{edit['event_id']}']")
+    assert "edit_file" in row.inner_text() and "app.py" in row.inner_text()
+    shot(page, "03-edit-in-sidebar")
+
+    row.click()
+    diff = page.locator(f"{PANEL} .jp-TinyAgentFS-diff")
+    diff.wait_for(state="visible")
+    assert diff.locator(".jp-mod-added").inner_text().strip() == "+x = 2"
+    assert diff.locator(".jp-mod-removed").inner_text().strip() == "-x = 1"
+    shot(page, "04-event-with-diff")
+    page.locator(f"{PANEL} .jp-TinyAgentFS-back").click()
+
+    run_cell(page, 2)
+    card = page.locator(".jupyter-widgets:has(button:has-text('Approve'))").last
+    card.locator("button:has-text('Deny')").first.click()
+    reason = page.locator(".jupyter-widgets input[placeholder*='optional']").last
+    reason.wait_for(state="visible")
+    reason.fill("not in this project")
+    page.locator(".jupyter-widgets button.mod-danger:has-text('Deny')").last.click()
+    denied = wait_for_audit(audit_log, lambda e: e["tool"] == "write_file")
+    latency = seconds_until_row(page, denied["event_id"])
+    assert latency <= LIVE_LIMIT_S, f"the denied write showed after {latency:.2f}s"
+    assert denied["outcome"] == "denied"
+    assert not (lab.root / "project" / "notes.txt").exists()
+    denied_row = page.locator(f"{ROW}[data-event-id='{denied['event_id']}']")
+    assert "jp-mod-denied" in (denied_row.get_attribute("class") or "")
+    assert denied_row.locator("[data-kind='outcome-denied']").inner_text() == "denied"
+
+    run_cell(page, 3)
+    escape = wait_for_audit(audit_log, lambda e: e["tool"] == "read_file")
+    latency = seconds_until_row(page, escape["event_id"])
+    assert latency <= LIVE_LIMIT_S, f"the escape attempt showed after {latency:.2f}s"
+    assert escape["security_violation"] is True
+    escape_row = page.locator(f"{ROW}[data-event-id='{escape['event_id']}']")
+    assert "jp-mod-security" in (escape_row.get_attribute("class") or "")
+    ids = [row.get_attribute("data-event-id") for row in page.locator(ROW).all()]
+    assert ids[:3] == [escape["event_id"], denied["event_id"], edit["event_id"]], "newest first"
+    shot(page, "05-denied-and-escape")
+
+    page.locator(f"{PANEL} select[data-filter='outcome']").select_option("denied")
+    page.wait_for_function("n => document.querySelectorAll(n).length === 1", arg=ROW, timeout=5000)
+    assert page.locator(ROW).first.get_attribute("data-event-id") == denied["event_id"]
+    page.locator(f"{PANEL} select[data-filter='outcome']").select_option("")
+    page.locator(f"{PANEL} .jp-TinyAgentFS-search").fill("app.py")
+    page.wait_for_function("n => document.querySelectorAll(n).length === 1", arg=ROW, timeout=5000)
+    assert page.locator(ROW).first.get_attribute("data-event-id") == edit["event_id"]
+    page.locator(f"{PANEL} .jp-TinyAgentFS-search").fill("")
+    page.wait_for_function("n => document.querySelectorAll(n).length >= 3", arg=ROW)
+
+
+def test_the_panel_is_restored_after_a_reload(page: Any) -> None:
+    page.locator(PANEL).wait_for(state="visible")
+    page.reload()
+    page.wait_for_selector(".jp-Notebook .jp-Cell", state="visible")
+    page.locator(PANEL).wait_for(state="visible", timeout=30_000)
+    page.wait_for_function("n => document.querySelectorAll(n).length >= 3", arg=ROW)
+    shot(page, "06-restored-after-reload")
+
+
+def test_the_dark_theme_keeps_denied_calls_distinct(page: Any) -> None:
+    choose_theme(page, "JupyterLab Dark")
+    page.wait_for_selector("body[data-jp-theme-light='false']", state="attached")
+    page.wait_for_selector("#jupyterlab-splash", state="detached")
+    denied = page.locator(f"{ROW}.jp-mod-denied").first
+    denied.wait_for(state="visible")
+    background = denied.evaluate("row => getComputedStyle(row).backgroundColor")
+    plain = page.locator(f"{ROW}:not(.jp-mod-denied):not(.jp-mod-security)").first
+    assert background != plain.evaluate("row => getComputedStyle(row).backgroundColor")
+    shot(page, "07-dark-theme")
+    choose_theme(page, "JupyterLab Light")
+    page.wait_for_selector("body[data-jp-theme-light='true']", state="attached")

@@ -1,0 +1,76 @@
+"""The Jupyter Server extension: where the audit log is, and its REST and event-bus faces.
+
+Configured as ``c.TinyAgentFSServer.*`` in any Jupyter Server config file (or
+``tinyagent_fs_config.py``, which the notebook settings read too). The audit
+directory defaults to ``audit.default_audit_dir()``, the one the kernels use;
+when it is set here, the server also exports it to the kernels it starts, so the
+two never disagree.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from jupyter_server.extension.application import ExtensionApp
+from traitlets import Float, Unicode
+
+from ..audit import AUDIT_FILE_NAME, default_audit_dir
+from .handlers import ROUTES, TAILER_SETTING
+from .tailer import AuditTailer
+
+AUDIT_DIR_ENV = "TINYAGENT_FS_AUDIT_DIR"
+
+
+class TinyAgentFSServer(ExtensionApp):
+    """Serves the audit log at ``/tinyagent-fs/...`` and announces new events."""
+
+    name = "tinyagent_fs"
+    load_other_extensions = True
+
+    audit_dir = Unicode(
+        "",
+        help=(
+            "Directory of the audit log (audit.jsonl) to serve. Empty means the kernels' "
+            f"default: ${AUDIT_DIR_ENV}, else a per-user state directory. A value set here "
+            f"is passed to the kernels this server starts as ${AUDIT_DIR_ENV}."
+        ),
+    ).tag(config=True)
+
+    poll_interval_s = Float(
+        0.25,
+        help="How often the audit file is checked for new lines, in seconds.",
+    ).tag(config=True)
+
+    tailer: AuditTailer | None = None
+
+    def audit_directory(self) -> Path:
+        if self.audit_dir:
+            return Path(self.audit_dir).expanduser()
+        return default_audit_dir()
+
+    def initialize_settings(self) -> None:
+        directory = self.audit_directory()
+        if self.audit_dir:
+            # Kernels inherit the server's environment: this is how they find the same log.
+            os.environ[AUDIT_DIR_ENV] = str(directory)
+        self.tailer = AuditTailer(
+            directory / AUDIT_FILE_NAME,
+            self.serverapp.event_logger if self.serverapp is not None else None,
+            interval_s=self.poll_interval_s,
+            log=self.log,
+        )
+        self.settings[TAILER_SETTING] = self.tailer
+        self.log.info("tinyagent-fs: serving the audit log %s", self.tailer.path)
+
+    def initialize_handlers(self) -> None:
+        self.handlers.extend(ROUTES)
+
+    async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
+        if self.tailer is not None:
+            self.tailer.start()
+
+    async def stop_extension(self) -> None:
+        if self.tailer is not None:
+            await self.tailer.stop()
