@@ -19,8 +19,10 @@ GAP_CELLS_FOR_DIFFLIB = 250_000
 
 def unified_hunks(old: Sequence[str], new: Sequence[str], context: int = 3) -> Iterator[str]:
     """The hunks of a unified diff (no file header), lines keeping their endings."""
-    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
-    matcher.opcodes = opcodes(old, new)  # get_grouped_opcodes reuses precomputed opcodes
+    # Only for difflib's hunk grouping, which reads nothing but the precomputed
+    # opcodes: empty sequences spare it indexing the whole file.
+    matcher = difflib.SequenceMatcher(None, (), (), autojunk=False)
+    matcher.opcodes = opcodes(old, new)
     for group in matcher.get_grouped_opcodes(context):
         first, last = group[0], group[-1]
         yield (f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")

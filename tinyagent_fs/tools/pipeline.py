@@ -55,6 +55,7 @@ class Pipeline:
         bytes_before = self.ctx.limiter.bytes
         try:
             if self.recovered is None and self.ctx.journal is not None:
+                self.recovered = []  # tried once: a failure is reported, not repeated
                 self.recovered = await recover_interrupted(self.ctx, self.ctx.journal)
             result = await self._run(record, name, args)
         except ToolError as error:
