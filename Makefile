@@ -7,7 +7,7 @@ WITH_VENV := PATH="$(CURDIR)/$(BIN):$$PATH"
 LABEXT := tinyagent_fs/labextension/package.json
 LABEXT_SOURCES := $(wildcard labextension/src/*.ts labextension/style/* labextension/schema/*.json) \
 	labextension/package.json labextension/yarn.lock labextension/tsconfig.json
-PY_SOURCES := tinyagent_fs tests bench demo
+PY_SOURCES := tinyagent_fs tests bench demo notebooks README.md
 
 .PHONY: demo demo-terminal labextension test lint bench clean
 
