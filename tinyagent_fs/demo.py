@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from .audit import AuditLog, AuditReader
-from .hooks import AutoApprovePolicy, RiskBasedPolicy
+from .hooks import AutoApprovePolicy, Decision, RiskBasedPolicy, ToolCall
 from .hooks.terminal import TerminalHook
 from .tools.facade import FileTools
 
@@ -50,7 +50,7 @@ async def run_demo(root: Path) -> None:
     create_sample_project(root)
     interactive = TerminalHook.available()
     approver = TerminalHook() if interactive else _ShowAndApprove()
-    audit = AuditLog(session_id=None)
+    audit = AuditLog()
     async with FileTools(root, hooks=[RiskBasedPolicy(approver=approver)], audit=audit) as fs:
         print(f"Project: {fs.root}  (provider: {fs.provider.name})")
         step("list_directory")
@@ -86,7 +86,7 @@ class _ShowAndApprove(AutoApprovePolicy):
 
     name = "demo (no terminal: auto-approved)"
 
-    def before_tool_execution(self, call):  # type: ignore[no-untyped-def]
+    def before_tool_execution(self, call: ToolCall) -> Decision:
         print(call.diff, end="")
         print("(no terminal attached: approved by the demo policy)")
         return super().before_tool_execution(call)
