@@ -9,7 +9,7 @@ import pytest
 from tinyagent_fs import FileTools
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import Decision, ToolCall
-from tinyagent_fs.integrations.aliases import in_update_file_words, include_glob
+from tinyagent_fs.tools.alias_tools import in_update_file_words, include_glob
 
 from .conftest import audit_events
 

@@ -98,12 +98,7 @@ class FileChange:
 
     def diff_lines(self, root: Path | None) -> list[str]:
         def show(p: Path) -> str:
-            if root is not None:
-                try:
-                    return p.relative_to(root).as_posix()
-                except ValueError:
-                    pass
-            return p.as_posix()
+            return p.as_posix() if root is None else relative_path(p, root)
 
         if self.kind is ChangeKind.MKDIR:
             return [f"new directory {show(self.path)}/\n"]
@@ -179,7 +174,7 @@ class ChangeSet:
         return out
 
     def relative_paths(self) -> list[str]:
-        return [_relative(p, self.root) for p in self.paths()]
+        return [relative_path(p, self.root) for p in self.paths()]
 
     def with_changes(self, changes: tuple[FileChange, ...]) -> ChangeSet:
         return replace(self, changes=changes)
@@ -193,8 +188,8 @@ class ChangeSet:
             "files": [
                 {
                     "kind": c.kind.value,
-                    "path": _relative(c.path, self.root),
-                    "dest": _relative(c.dest, self.root) if c.dest is not None else None,
+                    "path": relative_path(c.path, self.root),
+                    "dest": relative_path(c.dest, self.root) if c.dest is not None else None,
                     "added": c.line_counts()[0],
                     "removed": c.line_counts()[1],
                 }
@@ -205,7 +200,8 @@ class ChangeSet:
         }
 
 
-def _relative(path: Path, root: Path) -> str:
+def relative_path(path: Path, root: Path) -> str:
+    """``path`` as shown to people and models: relative to ``root`` when inside it."""
     try:
         return path.relative_to(root).as_posix() or "."
     except ValueError:

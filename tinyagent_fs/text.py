@@ -137,6 +137,10 @@ class DecodedText:
     newline: str
 
 
+UTF8_LF = DecodedText("", "utf-8", b"", "\n")
+"""How a file that does not exist yet is written: UTF-8, no BOM, LF line endings."""
+
+
 def decode_text(data: bytes, name: str = "") -> DecodedText:
     """Decode a file's bytes, or raise NOT_TEXT naming what the bytes look like.
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from ..changes import ChangeKind, ChangeSet, FileChange
+from ..changes import ChangeKind, ChangeSet, FileChange, relative_path
 from .decision import Decision, Risk, ToolCall
 
 DECIDED_BY = "terminal"
@@ -238,7 +238,7 @@ def _editable_files(changeset: ChangeSet) -> list[_EditableFile]:
         if text is None:
             continue
         target = change.dest if change.dest is not None else change.path
-        files.append(_EditableFile(_relative(target, changeset.root), text, target.suffix))
+        files.append(_EditableFile(relative_path(target, changeset.root), text, target.suffix))
     return files
 
 
@@ -251,13 +251,6 @@ def _new_text(change: FileChange) -> str | None:
         return change.new_bytes.decode("utf-8")
     except UnicodeDecodeError:
         return None
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 def _pretty_json(args: dict[str, Any]) -> str:

@@ -9,13 +9,11 @@ from ..changes import ChangeKind, ChangeSet, FileChange
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from ..patch import parse_patch, plan_patch
-from ..text import DecodedText, decode_text, encode_text
+from ..text import UTF8_LF, DecodedText, decode_text, encode_text
 from .context import ToolContext
 from .plan import Plan
 from .result import ToolResult
 from .spec import ToolSpec, schema, string
-
-UTF8_LF = DecodedText("", "utf-8", b"", "\n")
 
 
 async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:

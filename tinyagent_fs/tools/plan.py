@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..changes import ChangeSet, FileChange
 from ..errors import ErrorCode, ToolError
-from ..text import DecodedText, encode_text
+from ..text import UTF8_LF, DecodedText, encode_text
 from .result import ToolResult
 
 Renderer = Callable[[ChangeSet, dict], ToolResult]
@@ -40,7 +40,7 @@ class Plan:
                     f"{target} is being removed; its content cannot be edited",
                 )
             text = by_path.pop(target)
-            like = self.formats.get(target) or DecodedText(text, "utf-8", b"", "\n")
+            like = self.formats.get(target, UTF8_LF)
             changes.append(replace(change, new_bytes=encode_text(text, like), new_text=text))
         if by_path:
             names = ", ".join(sorted(str(p) for p in by_path))

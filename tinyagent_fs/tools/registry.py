@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..integrations.aliases import ALIAS_TOOLS
+from .alias_tools import ALIAS_TOOLS
 from .command_tool import COMMAND_TOOLS
 from .patch_tool import PATCH_TOOLS
 from .path_tools import PATH_TOOLS

@@ -13,14 +13,12 @@ from ..changes import ChangeKind, ChangeSet, FileChange
 from ..edit import EditResult, apply_edit, apply_edits
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
-from ..text import DecodedText, decode_text, encode_text, split_lines
+from ..text import UTF8_LF, DecodedText, decode_text, encode_text, split_lines
 from .context import ToolContext
 from .format import snippet
 from .plan import Plan
 from .result import ToolResult
 from .spec import ToolSpec, boolean, integer, schema, string
-
-UTF8_LF = DecodedText("", "utf-8", b"", "\n")
 
 
 async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedText | None]:
@@ -28,14 +26,16 @@ async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedT
 
     Refuses directories, and files that changed since the model last read them.
     """
-    info = await ctx.stat(path)
-    if info is not None and info["type"] == "directory":
+    try:
+        old = await ctx.read_existing(path)
+    except ToolError as error:
+        if error.code is not ErrorCode.IS_A_DIRECTORY:
+            raise
         raise ToolError(
             ErrorCode.IS_A_DIRECTORY,
             f"{ctx.relative(path)} is a directory",
             "give a file path inside it",
-        )
-    old = await ctx.read_existing(path)
+        ) from None
     ctx.read_state.check_unchanged(path, old, ctx.relative(path))
     if old is None:
         return None, None

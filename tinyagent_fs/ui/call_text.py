@@ -10,10 +10,9 @@ import difflib
 import html
 import json
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
-from ..changes import ChangeKind, ChangeSet
+from ..changes import ChangeKind, ChangeSet, relative_path
 from ..hooks.decision import Decision, ToolCall, Verdict
 from .diff_sections import file_diffs
 
@@ -28,9 +27,9 @@ def summarise(call: ToolCall) -> str:
         # Counted from the diff the pipeline already made: diffing again can take seconds.
         sections = file_diffs(changeset, call.diff or None)
         files = ", ".join(
-            f"{_relative(c.path, changeset.root)} → {_relative(c.dest, changeset.root)}"
+            f"{relative_path(c.path, changeset.root)} → {relative_path(c.dest, changeset.root)}"
             if c.dest is not None
-            else f"{_relative(c.path, changeset.root)} ({c.kind.value})"
+            else f"{relative_path(c.path, changeset.root)} ({c.kind.value})"
             for c in changeset.changes
         )
         added = sum(s.added for s in sections)
@@ -56,15 +55,8 @@ def editable_texts(changeset: ChangeSet) -> dict[str, str]:
         if text is None:
             continue
         target = change.dest if change.dest is not None else change.path
-        texts[_relative(target, changeset.root)] = text
+        texts[relative_path(target, changeset.root)] = text
     return texts
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()
 
 
 def content_change_message(proposed: dict[str, str], edited: dict[str, str]) -> str:

@@ -24,7 +24,7 @@ from pygments.lexers import get_lexer_for_filename
 from pygments.token import STANDARD_TYPES, Token, _TokenType
 from pygments.util import ClassNotFound
 
-from ..changes import ChangeSet, FileChange, display_text
+from ..changes import ChangeSet, FileChange, display_text, relative_path
 from ..text import split_lines
 from .diff_sections import DiffLine, FileDiff, file_diffs
 
@@ -255,9 +255,9 @@ class _Highlighted:
 
 
 def _file_row(change: FileChange, section: FileDiff, root: Path) -> str:
-    name = _relative(change.path, root)
+    name = relative_path(change.path, root)
     if change.dest is not None:
-        name += f" → {_relative(change.dest, root)}"
+        name += f" → {relative_path(change.dest, root)}"
     label = f"{change.kind.value} {html.escape(name)}  +{section.added} −{section.removed}"
     return f'<tr class="taf-file"><td colspan="{COLUMNS}">{label}</td></tr>'
 
@@ -327,10 +327,3 @@ def _paired_row(pair: Pair, colour: _Highlighted) -> str:
         code = colour.new_line(new.new_no, new.text)
         right = f'<td class="taf-no">{new.new_no}</td><td class="taf-code{css}">{code}</td>'
     return f"<tr>{left}{right}</tr>"
-
-
-def _relative(path: Path, root: Path) -> str:
-    try:
-        return path.relative_to(root).as_posix()
-    except ValueError:
-        return path.as_posix()

@@ -14,12 +14,12 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
-from ..tools.context import ToolContext
-from ..tools.plan import Plan
-from ..tools.result import ToolResult
-from ..tools.search_tools import grep
-from ..tools.spec import ToolSpec, boolean, integer, schema, string
-from ..tools.write_tools import plan_edit_file
+from .context import ToolContext
+from .plan import Plan
+from .result import ToolResult
+from .search_tools import grep
+from .spec import ToolSpec, boolean, integer, schema, string
+from .write_tools import plan_edit_file
 
 _FILE_TYPE = re.compile(r"[A-Za-z0-9_+\-]+")
 SEARCH_LIMIT = 200
