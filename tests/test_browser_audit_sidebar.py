@@ -131,16 +131,32 @@ def choose_theme(page: Any, theme: str) -> None:
     page.locator(".lm-Menu-itemLabel", has_text=theme).first.click()
 
 
+PALETTE_ATTEMPTS = 4
+PALETTE_TIMEOUT_MS = 10_000
+
+
 def run_palette_command(page: Any, label: str) -> None:
-    """Open the command palette from the View menu, search ``label`` and run it."""
-    page.locator(".lm-MenuBar-itemLabel", has_text="View").click()
-    page.locator(".lm-Menu-itemLabel", has_text="Activate Command Palette").click()
+    """Open the command palette from the View menu, search ``label`` and run it.
+
+    While JupyterLab is still settling (restoring the layout, starting the
+    kernel) a focus change can close the palette right after it opens; then it
+    is opened again instead of failing on the first try.
+    """
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     palette = page.locator(".lm-CommandPalette-input")
-    palette.wait_for(state="visible")
-    palette.fill(label)
     item = page.locator(".lm-CommandPalette-item.lm-mod-active", has_text=label)
-    item.wait_for(state="visible")
-    palette.press("Enter")
+    for attempt in range(PALETTE_ATTEMPTS):
+        page.locator(".lm-MenuBar-itemLabel", has_text="View").click()
+        page.locator(".lm-Menu-itemLabel", has_text="Activate Command Palette").click()
+        try:
+            palette.fill(label, timeout=PALETTE_TIMEOUT_MS)
+            item.wait_for(state="visible", timeout=PALETTE_TIMEOUT_MS)
+            palette.press("Enter", timeout=PALETTE_TIMEOUT_MS)
+            return
+        except PlaywrightTimeout:
+            if attempt == PALETTE_ATTEMPTS - 1:
+                raise
 
 
 def run_cell(page: Any, index: int) -> None:
