@@ -1,0 +1,77 @@
+"""Put the worker in its own mount and PID namespaces, as PID 1 of the new one.
+
+Why a PID namespace: commands then cannot see, signal, prlimit or renice the
+toolkit (it is not in their namespace), and when the worker (PID 1) exits the
+kernel kills every process of the namespace, including whatever a command
+started with ``setsid``. The process that called :func:`enter_namespaces`
+stays outside, only waits for the child and exits with its status; the child
+dies with it (PR_SET_PDEATHSIG), so killing the worker the toolkit started
+ends the whole sandbox.
+
+A user namespace is added only when the caller is not root: root keeps its own
+identity (files of other owners would otherwise appear unmapped).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from . import kernel_calls as kc
+
+
+def enter_namespaces(keep_fds: tuple[int, ...]) -> None:
+    """Unshare, fork, and return only in the child, which is PID 1 of a new PID namespace.
+
+    The parent closes ``keep_fds`` (the child's to use), waits, and exits with
+    the child's status; it never returns. Raises OSError when the kernel
+    refuses the namespaces.
+    """
+    uid, gid = os.geteuid(), os.getegid()
+    flags = kc.CLONE_NEWNS | kc.CLONE_NEWPID
+    if uid == 0:
+        kc.unshare(flags)
+    else:
+        kc.unshare(flags | kc.CLONE_NEWUSER)
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    child = os.fork()
+    if child:
+        for fd in keep_fds:
+            os.close(fd)
+        _wait_and_exit(child)
+    kc.set_parent_death_signal(signal.SIGKILL)
+
+
+def _wait_and_exit(child: int) -> None:
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
+    while True:
+        try:
+            _, status = os.waitpid(child, 0)
+        except InterruptedError:
+            continue
+        code = os.waitstatus_to_exitcode(status)
+        os._exit(128 - code if code < 0 else code)
+
+
+def reap_orphans() -> int:
+    """Collect exited processes that were reparented to this PID 1; how many there were.
+
+    As init of its namespace the worker inherits every orphan; without this
+    each finished background process would stay a zombie.
+    """
+    count = 0
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return count
+        if pid == 0:
+            return count
+        count += 1
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as handle:
+        handle.write(text)
