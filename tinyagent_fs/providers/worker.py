@@ -176,7 +176,9 @@ def _answer(request: Any, roots: list[str], watched: list[str]) -> dict[str, Any
     except PermissionError as exc:
         response = {"error": _os_error(ErrorCode.PERMISSION_DENIED, exc)}
     except OSError as exc:
-        response = {"error": _os_error(ErrorCode.IO_ERROR, exc)}
+        walled = exc.errno == errno.EROFS
+        code = ErrorCode.PERMISSION_DENIED if walled else ErrorCode.IO_ERROR
+        response = {"error": _os_error(code, exc)}
     except Exception as exc:
         response = {"error": _internal(f"{op} failed: {type(exc).__name__}: {exc}")}
     if before is not None:

@@ -45,14 +45,19 @@ def enter_namespaces(keep_fds: tuple[int, ...]) -> None:
 
 
 def _wait_and_exit(child: int) -> None:
+    """Wait for the child and end the same way: its exit status, or killed by its signal."""
     signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
     while True:
         try:
             _, status = os.waitpid(child, 0)
         except InterruptedError:
             continue
-        code = os.waitstatus_to_exitcode(status)
-        os._exit(128 - code if code < 0 else code)
+        if os.WIFSIGNALED(status):
+            signum = os.WTERMSIG(status)
+            if signum not in (signal.SIGKILL, signal.SIGSTOP):
+                signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
 def reap_orphans() -> int:
