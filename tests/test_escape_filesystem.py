@@ -305,3 +305,14 @@ async def test_daemons_are_gone_after_each_call_and_after_close(sandbox: Sandbox
     while any(is_running(pid) for pid in inside) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not any(is_running(pid) for pid in inside)
+
+
+async def test_a_writable_root_inside_a_readable_dir_stays_writable(tmp_path: Path) -> None:
+    async for sandbox in open_sandbox(tmp_path, read_roots=[tmp_path]):
+        result = await sandbox.run(
+            f"echo made > made.txt; cat {sandbox.secret}; echo x > {sandbox.outside}/planted"
+        )
+        assert (sandbox.root / "made.txt").read_text() == "made\n"
+        assert SECRET.decode() in result["stdout"]
+        assert "Read-only file system" in result["stderr"]
+        assert not (sandbox.outside / "planted").exists()

@@ -96,7 +96,11 @@ def seal_root() -> None:
 
 
 def _plan(writable: Iterable[str], readable: Iterable[str]) -> list[tuple[str, int]]:
-    """(path, mount attributes) parents first; a path inside an earlier one is left out."""
+    """(path, mount attributes), parents first.
+
+    A readable path inside one already bound is left out (it is visible
+    already); a writable one is always bound, on top of a read-only parent.
+    """
     wanted: dict[str, int] = {}
     for path in writable:
         wanted[os.path.normpath(path)] = READ_WRITE
@@ -105,8 +109,6 @@ def _plan(writable: Iterable[str], readable: Iterable[str]) -> list[tuple[str, i
     ordered = sorted(wanted.items(), key=lambda item: item[0].split("/"))
     kept: list[tuple[str, int]] = []
     for path, attributes in ordered:
-        if any(_is_within(path, parent) for parent, mode in kept if mode == READ_ONLY):
-            continue
         if attributes == READ_ONLY and any(_is_within(path, parent) for parent, _ in kept):
             continue
         kept.append((path, attributes))
