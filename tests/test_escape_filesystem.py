@@ -316,3 +316,23 @@ async def test_a_writable_root_inside_a_readable_dir_stays_writable(tmp_path: Pa
         assert SECRET.decode() in result["stdout"]
         assert "Read-only file system" in result["stderr"]
         assert not (sandbox.outside / "planted").exists()
+
+
+async def test_a_nested_repository_is_protected_like_the_root_one(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    vendored = root / "vendor" / "lib"
+    vendored.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(vendored)], check=True)
+    config = (vendored / ".git" / "config").read_bytes()
+    async for sandbox in open_sandbox(tmp_path):
+        result = await sandbox.run(
+            f"printf %s {shlex.quote(PWNED_HOOK)} > vendor/lib/.git/hooks/pre-commit;"
+            " git -C vendor/lib config core.fsmonitor 'touch ran'; mv vendor/lib/.git gone"
+        )
+        assert "hooks/pre-commit: Read-only file system" in result["stderr"], result
+        assert "could not write config file" in result["stderr"]
+        assert "cannot move" in result["stderr"]
+        assert str(vendored / ".git") in sandbox.provider.report["protection"]["pinned"]
+    assert not (vendored / ".git" / "hooks" / "pre-commit").exists()
+    assert (vendored / ".git" / "config").read_bytes() == config
+    assert not (root / "gone").exists()

@@ -78,8 +78,9 @@ def _confine(config: dict[str, Any]) -> dict[str, Any]:
     """Build the view, protect and mask inside it, drop capabilities, then Landlock + seccomp."""
     view = mount_view.build_view(config["writable"], config["readable"], config["tmpdir"])
     os.environ["TMPDIR"] = config["tmpdir"]
-    protection = protected_paths.protect(config["protect"])
-    masks = secret_masks.mask_secrets(config["protect"], config.get("denied", ()))
+    scan = secret_masks.scan_roots(config["protect"], config.get("denied", ()))
+    protection = protected_paths.protect(config["protect"], scan.nested_git)
+    masks = secret_masks.mask_secrets(scan)
     mount_view.seal_root()
     os.chdir(config["protect"][0])
     capabilities.drop_all()

@@ -100,9 +100,12 @@ def candidates(roots: Iterable[str]) -> list[str]:
     return paths
 
 
-def protect(roots: Iterable[str]) -> Protection:
+def protect(roots: Iterable[str], nested_git: dict[str, list[str]] | None = None) -> Protection:
     """Bind the protected paths of every root read-only, by descriptor.
 
+    ``nested_git`` maps a root to the relative paths of ``.git`` entries found
+    deeper in it (vendored repositories, submodule checkouts): each is pinned
+    and its code-running entries protected like the root's own.
     Must run in the worker's own mount namespace, before Landlock (which
     forbids mounting) and while the worker still has CAP_SYS_ADMIN there.
     """
@@ -110,27 +113,32 @@ def protect(roots: Iterable[str]) -> Protection:
     for root in roots:
         root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
-            _protect_root(root, root_fd, result)
+            _protect_git(root_fd, root, ".git", result)
+            for name in ROOT_FILES:
+                _protect_one(root_fd, root, name, result)
+            for relative in (nested_git or {}).get(root, []):
+                _protect_git(root_fd, root, relative, result)
         finally:
             os.close(root_fd)
     return result
 
 
-def _protect_root(root: str, root_fd: int, result: Protection) -> None:
-    git = _open(root_fd, ".git", root, result)
-    if git is not None:
-        try:
-            if stat.S_ISDIR(os.fstat(git).st_mode):
-                kc.bind_by_fd(git, git, 0)
-                result.pinned.append(os.path.join(root, ".git"))
-            else:
-                kc.bind_by_fd(git, git, READ_ONLY)
-                result.read_only.append(os.path.join(root, ".git"))
-        finally:
-            os.close(git)
-        _protect_git_dir(root_fd, root, ".git", result, 0)
-    for name in ROOT_FILES:
-        _protect_one(root_fd, root, name, result)
+def _protect_git(root_fd: int, root: str, relative: str, result: Protection) -> None:
+    """Pin a ``.git`` directory and protect its entries; a ``.git`` file becomes read-only."""
+    git = _open(root_fd, relative, root, result)
+    if git is None:
+        return
+    try:
+        if stat.S_ISDIR(os.fstat(git).st_mode):
+            kc.bind_by_fd(git, git, 0)
+            result.pinned.append(os.path.join(root, relative))
+        else:
+            kc.bind_by_fd(git, git, READ_ONLY)
+            result.read_only.append(os.path.join(root, relative))
+            return
+    finally:
+        os.close(git)
+    _protect_git_dir(root_fd, root, relative, result, 0)
 
 
 def _protect_git_dir(root_fd: int, root: str, git_rel: str, result: Protection, depth: int) -> None:

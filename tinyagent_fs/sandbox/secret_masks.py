@@ -33,6 +33,16 @@ MASK_ATTRIBUTES = kc.MOUNT_ATTR_RDONLY | kc.MOUNT_ATTR_NOSUID | kc.MOUNT_ATTR_NO
 
 
 @dataclass
+class TreeScan:
+    """What one walk of the roots found: denied entries, and ``.git`` entries below the top."""
+
+    denied: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
+    nested_git: dict[str, list[str]] = field(default_factory=dict)
+    entries_walked: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
 class MaskReport:
     """How many paths were covered, which could not be, and what the walk cost."""
 
@@ -50,11 +60,47 @@ class MaskReport:
         }
 
 
-def mask_secrets(roots: Iterable[str], denied_patterns: Iterable[str]) -> MaskReport:
-    """Cover every denied path under ``roots``; runs after pivot_root, before the root is sealed."""
+def scan_roots(roots: Iterable[str], denied_patterns: Iterable[str]) -> TreeScan:
+    """Walk every root once (symlinks not followed); a denied directory is not entered.
+
+    The same walk finds nested ``.git`` entries, so protecting vendored
+    repositories costs nothing extra.
+    """
     started = time.perf_counter()
-    report = MaskReport()
     policy = SandboxPolicy(denied_patterns=tuple(denied_patterns))
+    scan = TreeScan()
+    for root in roots:
+        guard = PathGuard(root, policy)
+        denied, nested = scan.denied.setdefault(root, []), scan.nested_git.setdefault(root, [])
+        pending = [""]
+        while pending:
+            relative_dir = pending.pop()
+            try:
+                entries = list(os.scandir(os.path.join(root, relative_dir)))
+            except OSError:
+                continue
+            scan.entries_walked += len(entries)
+            for entry in entries:
+                relative = f"{relative_dir}/{entry.name}" if relative_dir else entry.name
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if guard.denied_pattern(relative, for_write=False, is_dir=is_dir) is not None:
+                    denied.append((relative, is_dir))
+                    continue
+                if entry.name == ".git" and relative_dir:
+                    nested.append(relative)
+                if is_dir:
+                    pending.append(relative)
+    scan.seconds = time.perf_counter() - started
+    return scan
+
+
+def mask_secrets(scan: TreeScan) -> MaskReport:
+    """Cover every denied path the scan found; runs after pivot_root, before the root is sealed."""
+    started = time.perf_counter()
+    report = MaskReport(entries_walked=scan.entries_walked)
     os.mkdir(STAGING, 0o700)
     empty_file = os.path.join(STAGING, "file")
     empty_dir = os.path.join(STAGING, "dir")
@@ -63,11 +109,10 @@ def mask_secrets(roots: Iterable[str], denied_patterns: Iterable[str]) -> MaskRe
     file_fd = os.open(empty_file, os.O_PATH | os.O_CLOEXEC)
     dir_fd = os.open(empty_dir, os.O_PATH | os.O_CLOEXEC)
     try:
-        for root in roots:
-            guard = PathGuard(root, policy)
+        for root, denied in scan.denied.items():
             root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
-                for relative, is_dir in _denied_paths(root, guard, report):
+                for relative, is_dir in denied:
                     _cover(root_fd, relative, dir_fd if is_dir else file_fd, root, report)
             finally:
                 os.close(root_fd)
@@ -75,32 +120,8 @@ def mask_secrets(roots: Iterable[str], denied_patterns: Iterable[str]) -> MaskRe
         os.close(file_fd)
         os.close(dir_fd)
         shutil.rmtree(STAGING, ignore_errors=True)
-    report.seconds = time.perf_counter() - started
+    report.seconds = scan.seconds + time.perf_counter() - started
     return report
-
-
-def _denied_paths(root: str, guard: PathGuard, report: MaskReport) -> list[tuple[str, bool]]:
-    """(relative path, is a directory) of each denied entry; a denied directory is not entered."""
-    found: list[tuple[str, bool]] = []
-    pending = [""]
-    while pending:
-        relative_dir = pending.pop()
-        try:
-            entries = list(os.scandir(os.path.join(root, relative_dir)))
-        except OSError:
-            continue
-        for entry in entries:
-            report.entries_walked += 1
-            relative = f"{relative_dir}/{entry.name}" if relative_dir else entry.name
-            try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-            except OSError:
-                continue
-            if guard.denied_pattern(relative, for_write=False, is_dir=is_dir) is not None:
-                found.append((relative, is_dir))
-            elif is_dir:
-                pending.append(relative)
-    return found
 
 
 def _cover(root_fd: int, relative: str, mask_fd: int, root: str, report: MaskReport) -> None:
