@@ -175,3 +175,19 @@ def bind_by_fd(source_fd: int, target_fd: int, attributes: int, recursive: bool 
         attach_tree(tree, target_fd)
     finally:
         os.close(tree)
+
+
+def pin_in_place(fd: int) -> int:
+    """Bind the directory ``fd`` names onto itself; a descriptor of the new mount's root.
+
+    A mount point cannot be renamed or removed (EBUSY). Lookups through the
+    returned descriptor go through the new mount, which is the one every path
+    now reaches; lookups through ``fd`` would reach the covered one beneath.
+    """
+    tree = clone_tree(fd, recursive=False)
+    try:
+        attach_tree(tree, fd)
+    except BaseException:
+        os.close(tree)
+        raise
+    return tree

@@ -124,60 +124,73 @@ def protect(roots: Iterable[str], nested_git: dict[str, list[str]] | None = None
 
 
 def _protect_git(root_fd: int, root: str, relative: str, result: Protection) -> None:
-    """Pin a ``.git`` directory and protect its entries; a ``.git`` file becomes read-only."""
+    """Pin a ``.git`` directory and protect its entries; a ``.git`` file becomes read-only.
+
+    The entries are looked up from the pinned mount itself, never by the name
+    ``.git`` again: a directory swapped in under that name meanwhile gets nothing.
+    """
     git = _open(root_fd, relative, root, result)
     if git is None:
         return
+    path = os.path.join(root, relative)
     try:
-        if stat.S_ISDIR(os.fstat(git).st_mode):
-            kc.bind_by_fd(git, git, 0)
-            result.pinned.append(os.path.join(root, relative))
-        else:
+        if not stat.S_ISDIR(os.fstat(git).st_mode):
             kc.bind_by_fd(git, git, READ_ONLY)
-            result.read_only.append(os.path.join(root, relative))
+            result.read_only.append(path)
             return
+        pinned = kc.pin_in_place(git)
     finally:
         os.close(git)
-    _protect_git_dir(root_fd, root, relative, result, 0)
+    result.pinned.append(path)
+    try:
+        _protect_git_dir(pinned, path, result, 0)
+    finally:
+        os.close(pinned)
 
 
-def _protect_git_dir(root_fd: int, root: str, git_rel: str, result: Protection, depth: int) -> None:
+def _protect_git_dir(git_fd: int, git_path: str, result: Protection, depth: int) -> None:
     """The code-running entries of one git directory, then of each submodule's beneath it."""
     for name in GIT_READ_ONLY:
-        _protect_one(root_fd, root, f"{git_rel}/{name}", result)
+        _protect_one(git_fd, git_path, name, result)
     if depth >= MAX_MODULE_DEPTH:
         return
-    for module in _list_dir(root_fd, f"{git_rel}/modules"):
-        _protect_git_dir(root_fd, root, f"{git_rel}/modules/{module}", result, depth + 1)
+    for module in _list_dir(git_fd, "modules"):
+        module_fd = _open(git_fd, f"modules/{module}", git_path, result)
+        if module_fd is None:
+            continue
+        try:
+            _protect_git_dir(module_fd, f"{git_path}/modules/{module}", result, depth + 1)
+        finally:
+            os.close(module_fd)
 
 
-def _protect_one(root_fd: int, root: str, relative: str, result: Protection) -> None:
-    fd = _open(root_fd, relative, root, result)
+def _protect_one(base_fd: int, base: str, relative: str, result: Protection) -> None:
+    fd = _open(base_fd, relative, base, result)
     if fd is None:
         return
     try:
         kc.bind_by_fd(fd, fd, READ_ONLY)
-        result.read_only.append(os.path.join(root, relative))
+        result.read_only.append(os.path.join(base, relative))
     finally:
         os.close(fd)
 
 
-def _open(root_fd: int, relative: str, root: str, result: Protection) -> int | None:
-    """An O_PATH fd of ``relative`` beneath the root; None if absent (or a symlink: noted)."""
+def _open(base_fd: int, relative: str, base: str, result: Protection) -> int | None:
+    """An O_PATH fd of ``relative`` beneath ``base_fd``; None if absent (or a symlink: noted)."""
     try:
-        return kc.open_beneath(root_fd, relative, os.O_PATH)
+        return kc.open_beneath(base_fd, relative, os.O_PATH)
     except FileNotFoundError:
         return None
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.EXDEV, errno.ENOTDIR):
-            result.unprotected.append(os.path.join(root, relative))
+            result.unprotected.append(os.path.join(base, relative))
             return None
         raise
 
 
-def _list_dir(root_fd: int, relative: str) -> list[str]:
+def _list_dir(base_fd: int, relative: str) -> list[str]:
     try:
-        fd = kc.open_beneath(root_fd, relative, os.O_RDONLY | os.O_DIRECTORY)
+        fd = kc.open_beneath(base_fd, relative, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
         return []
     try:
