@@ -7,18 +7,24 @@ socket and nothing else. The order matters and is the point of this module:
    unreadable, so a late import would fail);
 2. check that this is the only thread (Landlock and seccomp bind the calling
    thread and its future children, never a sibling);
-3. mount the protected paths read-only in a private namespace (Landlock
-   forbids mounting afterwards, which is what makes those mounts stick);
-4. Landlock, then seccomp;
-5. self-check: a file outside every root must be unreadable and uncreatable,
-   new sockets refused and the toolkit unreachable by signals. Anything short of
-   that is reported as SANDBOX_FAILURE and the worker exits before serving.
+3. enter new mount and PID namespaces and fork: the child, PID 1 there, does
+   the rest; the process the provider started only waits (``sandbox.namespaces``);
+4. pivot into a fresh root holding only the system directories, the readable
+   paths and the roots (``sandbox.mount_view``); mask secrets and mount the
+   protected paths read-only, by descriptor (``sandbox.secret_masks``,
+   ``sandbox.protected_paths``): Landlock forbids mounting afterwards, which is
+   what makes those mounts stick;
+5. drop every capability (``sandbox.capabilities``), then Landlock, then seccomp;
+6. self-check: a file outside every root must be absent, a system binary
+   unchangeable, capabilities empty, this process PID 1, new sockets refused and
+   the toolkit unreachable by signals. Anything short of that is reported as
+   SANDBOX_FAILURE and the worker exits before serving.
 
 Every request is ``{"op", "args"}``; every answer ``{"ok": value}`` or
-``{"error": {...}}``. When the parent closes the socket the worker kills what
-commands left in its Landlock domain (signals are scoped to it) and exits. A
-worker that is itself SIGKILLed cannot do that: what its command was running
-finishes on its own, still inside the same walls.
+``{"error": {...}}``. After each command every other process of the namespace
+is killed (a ``setsid`` daemon included) and code-running files the command
+planted are quarantined. When the worker exits, or is killed, the kernel ends
+whatever is left in its PID namespace.
 """
 
 from __future__ import annotations
