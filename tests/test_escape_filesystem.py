@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
+from tinyagent_fs import FileTools
 from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 
@@ -336,3 +338,26 @@ async def test_a_nested_repository_is_protected_like_the_root_one(tmp_path: Path
     assert not (vendored / ".git" / "hooks" / "pre-commit").exists()
     assert (vendored / ".git" / "config").read_bytes() == config
     assert not (root / "gone").exists()
+
+
+async def test_the_model_is_told_about_a_quarantined_hook(tmp_path: Path) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    fs = FileTools(
+        root,
+        provider=LinuxSandboxProvider(root, SandboxPolicy()),
+        hooks=[AutoApprovePolicy()],
+        audit=False,
+    )
+    try:
+        result = await fs.run_command(
+            f"git init -q . && printf %s {shlex.quote(PWNED_HOOK)} > .git/hooks/post-checkout"
+        )
+    finally:
+        await fs.close()
+    assert result.ok, result.text
+    assert result.data["security_violation"] is True
+    assert [e["path"] for e in result.data["protected_paths_quarantined"]] == [
+        str(root.resolve() / ".git" / "hooks" / "post-checkout")
+    ]
+    assert "renamed aside" in result.text and "post-checkout" in result.text
