@@ -74,8 +74,7 @@ MAX_MODULE_DEPTH = 4
 class Protection:
     """What :func:`protect` did, reported by the worker to the toolkit."""
 
-    mode: str = "none"
-    reason: str = ""
+    mode: str = "mount-namespace"
     read_only: list[str] = field(default_factory=list)
     pinned: list[str] = field(default_factory=list)
     unprotected: list[str] = field(default_factory=list)
@@ -83,7 +82,6 @@ class Protection:
     def to_dict(self) -> dict[str, object]:
         return {
             "mode": self.mode,
-            "reason": self.reason,
             "read_only": self.read_only,
             "pinned": self.pinned,
             "unprotected": self.unprotected,
@@ -109,7 +107,7 @@ def protect(roots: Iterable[str], nested_git: dict[str, list[str]] | None = None
     Must run in the worker's own mount namespace, before Landlock (which
     forbids mounting) and while the worker still has CAP_SYS_ADMIN there.
     """
-    result = Protection(mode="mount-namespace")
+    result = Protection()
     for root in roots:
         root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
