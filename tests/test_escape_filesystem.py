@@ -361,3 +361,21 @@ async def test_the_model_is_told_about_a_quarantined_hook(tmp_path: Path) -> Non
         str(root.resolve() / ".git" / "hooks" / "post-checkout")
     ]
     assert "renamed aside" in result.text and "post-checkout" in result.text
+
+
+async def test_namespaces_are_refused_inside_and_the_probe_says_so(sandbox: Sandbox) -> None:
+    package = Path(__file__).resolve().parent.parent / "tinyagent_fs"
+    script = (
+        "import sys, types\n"
+        "bare = types.ModuleType('tinyagent_fs')\n"
+        f"bare.__path__ = [{str(package)!r}]\n"
+        "sys.modules['tinyagent_fs'] = bare\n"
+        "from tinyagent_fs.sandbox.namespaces import namespace_support\n"
+        "print(namespace_support())\n"
+    )
+    (sandbox.root / "probe.py").write_text(script)
+    result = await sandbox.run(f"{sys.executable} -I probe.py; unshare -m -p -f true; echo done")
+    assert result["stdout"].startswith("(False, 'mount and PID namespaces are not available"), (
+        result
+    )
+    assert result["stdout"].endswith("done\n")

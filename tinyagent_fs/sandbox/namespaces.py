@@ -14,8 +14,11 @@ identity (files of other owners would otherwise appear unmapped).
 
 from __future__ import annotations
 
+import functools
 import os
 import signal
+import subprocess
+import sys
 
 from . import kernel_calls as kc
 
@@ -75,6 +78,38 @@ def reap_orphans() -> int:
         if pid == 0:
             return count
         count += 1
+
+
+NAMESPACE_PROBE = """\
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+flags = 0x00020000 | 0x20000000 | (0 if os.geteuid() == 0 else 0x10000000)
+if libc.unshare(flags) != 0:
+    sys.exit(os.strerror(ctypes.get_errno()))
+"""
+"""Run in a fresh interpreter: unsharing in a forked copy of a threaded toolkit is unsafe."""
+
+
+@functools.lru_cache(maxsize=1)
+def namespace_support() -> tuple[bool, str]:
+    """Whether this process may create the mount and PID namespaces the worker needs."""
+    try:
+        probe = subprocess.run(
+            [sys.executable, "-I", "-S", "-c", NAMESPACE_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return False, f"the namespace probe could not run: {exc}"
+    if probe.returncode != 0:
+        why = probe.stderr.strip().splitlines()[-1:] or [f"status {probe.returncode}"]
+        return False, (
+            f"mount and PID namespaces are not available here ({why[0]}); "
+            "unprivileged user namespaces may be disabled"
+        )
+    return True, "mount and PID namespaces are available"
 
 
 def _write(path: str, text: str) -> None:
