@@ -29,10 +29,8 @@ whatever is left in its PID namespace.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import signal
 import socket
 import sys
 import threading
@@ -68,9 +66,7 @@ def main(fd: int) -> None:
         os._exit(1)
     wire.send_message(sock, {"ok": report})
     _serve(sock, config["protect"])
-    if report["landlock"]["scoped"] & landlock_rules.SCOPE_SIGNAL:
-        _kill_domain()
-    os._exit(0)
+    os._exit(0)  # as PID 1: the kernel kills whatever is left in the namespace
 
 
 def _enter_namespaces(sock: socket.socket) -> None:
@@ -189,16 +185,9 @@ def _answer(request: Any, roots: list[str], watched: list[str]) -> dict[str, Any
     except Exception as exc:
         response = {"error": _internal(f"{op} failed: {type(exc).__name__}: {exc}")}
     if before is not None:
-        _end_command_processes()
+        namespaces.end_other_processes()
         _check_protected_paths(response, before, watched, entries, roots)
     return response
-
-
-def _end_command_processes() -> None:
-    """Kill what the command left running (setsid included) and reap it: this is PID 1."""
-    with contextlib.suppress(OSError):
-        os.kill(-1, signal.SIGKILL)
-    namespaces.reap_orphans()
 
 
 def _check_protected_paths(
@@ -266,16 +255,6 @@ def _internal(message: str) -> dict[str, Any]:
 
 def _failure(message: str) -> dict[str, Any]:
     return _tool_error(ToolError(ErrorCode.SANDBOX_FAILURE, message))
-
-
-def _kill_domain() -> None:
-    """SIGKILL every process in this Landlock domain but this one: what commands left behind.
-
-    kill(-1) reaches only processes the caller may signal; with signal
-    scoping that is exactly this sandbox, never the toolkit or the host.
-    """
-    with contextlib.suppress(OSError):
-        os.kill(-1, signal.SIGKILL)
 
 
 if __name__ == "__main__":

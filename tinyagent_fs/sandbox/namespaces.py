@@ -14,13 +14,18 @@ identity (files of other owners would otherwise appear unmapped).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import signal
 import subprocess
 import sys
+import time
 
 from . import kernel_calls as kc
+
+REAP_WAIT_S = 1.0
+REAP_POLL_S = 0.001
 
 
 def enter_namespaces(keep_fds: tuple[int, ...]) -> None:
@@ -63,21 +68,29 @@ def _wait_and_exit(child: int) -> None:
         os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
-def reap_orphans() -> int:
-    """Collect exited processes that were reparented to this PID 1; how many there were.
+def end_other_processes(wait_s: float = REAP_WAIT_S) -> int:
+    """SIGKILL every process of the namespace but this PID 1 and reap them; how many were reaped.
 
-    As init of its namespace the worker inherits every orphan; without this
-    each finished background process would stay a zombie.
+    kill(-1) from init reaches exactly its own namespace: a ``setsid`` daemon
+    included, the toolkit never. As init the worker inherits every orphan, so
+    it reaps them, waiting up to ``wait_s`` for the killed to die; one still
+    dying after that is collected after the next call.
     """
-    count = 0
+    with contextlib.suppress(OSError):
+        os.kill(-1, signal.SIGKILL)
+    deadline = time.monotonic() + wait_s
+    reaped = 0
     while True:
         try:
             pid, _ = os.waitpid(-1, os.WNOHANG)
         except ChildProcessError:
-            return count
-        if pid == 0:
-            return count
-        count += 1
+            return reaped
+        if pid:
+            reaped += 1
+        elif time.monotonic() < deadline:
+            time.sleep(REAP_POLL_S)
+        else:
+            return reaped
 
 
 NAMESPACE_PROBE = """\
