@@ -379,3 +379,22 @@ async def test_namespaces_are_refused_inside_and_the_probe_says_so(sandbox: Sand
         result
     )
     assert result["stdout"].endswith("done\n")
+
+
+async def test_other_code_running_git_files_made_in_one_command_are_quarantined(
+    sandbox: Sandbox,
+) -> None:
+    result = await sandbox.run(
+        "git init -q . && echo /elsewhere > .git/commondir"
+        " && printf '[core]\\n\\tfsmonitor = touch ran\\n' > .git/config.worktree"
+        " && printf %s 'echo rc ran' > .zshenv"
+    )
+    assert result["exit_code"] == 0, result
+    moved = sorted(entry["path"] for entry in result["protected_paths_quarantined"])
+    root = sandbox.root
+    assert moved == sorted(
+        str(root / name) for name in (".git/commondir", ".git/config.worktree", ".zshenv")
+    )
+    for name in (".git/commondir", ".git/config.worktree", ".zshenv"):
+        assert not (root / name).exists()
+        assert (root / (name + ".quarantined")).stat().st_mode & 0o777 == 0o600
