@@ -398,3 +398,12 @@ async def test_other_code_running_git_files_made_in_one_command_are_quarantined(
     for name in (".git/commondir", ".git/config.worktree", ".zshenv"):
         assert not (root / name).exists()
         assert (root / (name + ".quarantined")).stat().st_mode & 0o777 == 0o600
+
+
+async def test_a_gitdir_pointer_made_by_a_command_is_quarantined(sandbox: Sandbox) -> None:
+    result = await sandbox.run("echo 'gitdir: /elsewhere' > .git")
+    assert [entry["path"] for entry in result["protected_paths_quarantined"]] == [
+        str(sandbox.root / ".git")
+    ]
+    assert not (sandbox.root / ".git").exists()
+    assert (sandbox.root / ".git.quarantined").read_text() == "gitdir: /elsewhere\n"
