@@ -57,24 +57,30 @@ class ViewReport:
 def build_view(writable: Iterable[str], readable: Iterable[str], scratch_dir: str) -> ViewReport:
     """Make a new root, bind what is needed into it and pivot into it.
 
-    ``scratch_dir`` (the private TMPDIR) holds the empty mount point of the new
-    root while it is being built. Must run in a private mount namespace, as
-    PID 1 of the worker's PID namespace (for /proc), before Landlock.
+    Every source is cloned (open_tree) before the new root's tmpfs exists, so
+    no recursive clone can contain the new root itself, wherever the roots lie.
+    ``scratch_dir`` (the private TMPDIR) holds the new root's mount point while
+    it is built. Must run in a private mount namespace, as PID 1 of the
+    worker's PID namespace (for /proc), before Landlock.
     """
     report = ViewReport()
     kc.mount(None, "/", None, kc.MS_REC | kc.MS_PRIVATE)
-    new_root = tempfile.mkdtemp(prefix=".root-", dir=scratch_dir)
-    kc.mount("tmpfs", new_root, "tmpfs", kc.MS_NOSUID | kc.MS_NODEV, "mode=0755,size=1m")
-    root_fd = os.open(new_root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    slash_fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    trees, links = _clone_sources(_plan([*writable, scratch_dir], readable), report)
     try:
-        plan = _plan([*writable, scratch_dir], readable)
-        _bind_all(slash_fd, root_fd, new_root, plan, scratch_dir, report)
-        _make_dev(root_fd, report)
-        report.proc = _mount_proc(new_root)
+        new_root = tempfile.mkdtemp(prefix=".root-", dir=scratch_dir)
+        kc.mount("tmpfs", new_root, "tmpfs", kc.MS_NOSUID | kc.MS_NODEV, "mode=0755,size=1m")
+        root_fd = os.open(new_root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for path, target in links:
+                os.symlink(target, new_root + path)
+            _attach_all(root_fd, trees, report)
+            _make_dev(root_fd, report)
+            report.proc = _mount_proc(new_root)
+        finally:
+            os.close(root_fd)
     finally:
-        os.close(root_fd)
-        os.close(slash_fd)
+        for tree in trees:
+            os.close(tree.fd)
     os.chdir(new_root)
     kc.pivot_root_here()
     kc.umount_detached(".")
@@ -119,43 +125,67 @@ def _is_within(path: str, parent: str) -> bool:
     return path == parent or path.startswith(parent.rstrip("/") + "/")
 
 
-def _bind_all(
-    slash_fd: int,
-    root_fd: int,
-    new_root: str,
-    plan: list[tuple[str, int]],
-    scratch_dir: str,
-    report: ViewReport,
-) -> None:
-    """Bind each planned path; the scratch dir alone is not recursive (it holds the new root)."""
-    for path, attributes in plan:
-        try:
-            info = os.lstat(path)
-        except OSError:
-            continue
-        if stat.S_ISLNK(info.st_mode):
-            if path in SYSTEM_DIRS:
-                os.symlink(os.readlink(path), new_root + path)
-            else:
-                report.skipped.append(path)
-            continue
-        try:
-            source = kc.open_beneath(slash_fd, path.lstrip("/"), os.O_PATH)
-        except OSError:
-            report.skipped.append(path)
-            continue
-        try:
-            target = _make_target(root_fd, path, stat.S_ISDIR(info.st_mode))
+@dataclass
+class _Tree:
+    """A detached copy of one source mount, attributes already set, waiting for its place."""
+
+    path: str
+    is_dir: bool
+    fd: int
+    read_only: bool
+
+
+def _clone_sources(
+    plan: list[tuple[str, int]], report: ViewReport
+) -> tuple[list[_Tree], list[tuple[str, str]]]:
+    """Detached trees for the planned paths; the system symlinks (/bin -> usr/bin) to recreate."""
+    slash_fd = os.open("/", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    trees: list[_Tree] = []
+    links: list[tuple[str, str]] = []
+    try:
+        for path, attributes in plan:
             try:
-                kc.bind_by_fd(source, target, attributes, recursive=path != scratch_dir)
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if stat.S_ISLNK(info.st_mode):
+                if path in SYSTEM_DIRS:
+                    links.append((path, os.readlink(path)))
+                else:
+                    report.skipped.append(path)
+                continue
+            try:
+                source = kc.open_beneath(slash_fd, path.lstrip("/"), os.O_PATH)
+            except OSError:
+                report.skipped.append(path)
+                continue
+            try:
+                tree = kc.clone_tree(source, recursive=True)
+            finally:
+                os.close(source)
+            trees.append(_Tree(path, stat.S_ISDIR(info.st_mode), tree, attributes == READ_ONLY))
+            kc.set_mount_attributes(tree, attributes, recursive=True)
+    except BaseException:
+        for tree in trees:
+            os.close(tree.fd)
+        raise
+    finally:
+        os.close(slash_fd)
+    return trees, links
+
+
+def _attach_all(root_fd: int, trees: list[_Tree], report: ViewReport) -> None:
+    for tree in trees:
+        try:
+            target = _make_target(root_fd, tree.path, tree.is_dir)
+            try:
+                kc.attach_tree(tree.fd, target)
             finally:
                 os.close(target)
         except OSError:
-            report.skipped.append(path)
+            report.skipped.append(tree.path)
             continue
-        finally:
-            os.close(source)
-        (report.read_only if attributes == READ_ONLY else report.read_write).append(path)
+        (report.read_only if tree.read_only else report.read_write).append(tree.path)
 
 
 def _make_target(root_fd: int, path: str, is_dir: bool) -> int:
