@@ -8,9 +8,12 @@ files outside the roots, secrets, processes left behind, the toolkit's process.
 from __future__ import annotations
 
 import asyncio
+import errno
+import json
 import os
 import resource
 import shlex
+import shutil
 import subprocess
 import sys
 import threading
@@ -407,3 +410,48 @@ async def test_a_gitdir_pointer_made_by_a_command_is_quarantined(sandbox: Sandbo
     ]
     assert not (sandbox.root / ".git").exists()
     assert (sandbox.root / ".git.quarantined").read_text() == "gitdir: /elsewhere\n"
+
+
+UNPRIVILEGED_VIEW = """\
+import json, os, sys, tempfile, types
+bare = types.ModuleType("tinyagent_fs")
+bare.__path__ = [sys.argv[1]]
+sys.modules["tinyagent_fs"] = bare
+from tinyagent_fs.sandbox import capabilities, mount_view, namespaces
+scratch, root = tempfile.mkdtemp(), tempfile.mkdtemp()
+namespaces.enter_namespaces(keep_fds=())
+mount_view.build_view([root], [os.path.dirname(sys.argv[1])], scratch)
+mount_view.seal_root()
+capabilities.drop_all()
+try:
+    os.chmod("/usr/bin/env", 0o4777)
+except OSError as exc:
+    caps = capabilities.capability_sets()
+    print(json.dumps([exc.errno, os.getpid(), sorted(os.listdir("/")), caps]))
+"""
+
+
+AS_NOBODY = ("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups")
+
+
+def test_the_view_is_built_for_an_unprivileged_user_too() -> None:
+    """Not root: a user namespace is added, the rest is the same."""
+    package = Path(__file__).resolve().parent.parent / "tinyagent_fs"
+    python = Path("/usr/bin/python3")
+    if os.geteuid() != 0 or not python.exists() or not shutil.which("setpriv"):
+        pytest.skip("needs root to switch to nobody, /usr/bin/python3 and setpriv")
+    if any(p.stat().st_mode & 0o005 != 0o005 for p in [package, *package.parents]):
+        pytest.skip("the package is not readable by other users here")
+    done = subprocess.run(
+        [*AS_NOBODY, str(python), "-c", UNPRIVILEGED_VIEW, str(package)],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd="/",
+    )
+    assert done.returncode == 0, done.stderr
+    errno_value, pid, entries, caps = json.loads(done.stdout)
+    assert (errno_value, pid) == (errno.EROFS, 1)
+    assert {"usr", "etc", "dev", "proc", "tmp"} <= set(entries)
+    assert "root" not in entries and "home" not in entries
+    assert not any(caps.values())
