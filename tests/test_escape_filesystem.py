@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -418,7 +419,7 @@ bare = types.ModuleType("tinyagent_fs")
 bare.__path__ = [sys.argv[1]]
 sys.modules["tinyagent_fs"] = bare
 from tinyagent_fs.sandbox import capabilities, mount_view, namespaces
-scratch, root = tempfile.mkdtemp(), tempfile.mkdtemp()
+scratch, root = tempfile.mkdtemp(dir=sys.argv[2]), tempfile.mkdtemp(dir=sys.argv[2])
 namespaces.enter_namespaces(keep_fds=())
 mount_view.build_view([root], [os.path.dirname(sys.argv[1])], scratch)
 mount_view.seal_root()
@@ -442,13 +443,15 @@ def test_the_view_is_built_for_an_unprivileged_user_too() -> None:
         pytest.skip("needs root to switch to nobody, /usr/bin/python3 and setpriv")
     if any(p.stat().st_mode & 0o005 != 0o005 for p in [package, *package.parents]):
         pytest.skip("the package is not readable by other users here")
-    done = subprocess.run(
-        [*AS_NOBODY, str(python), "-c", UNPRIVILEGED_VIEW, str(package)],
-        capture_output=True,
-        text=True,
-        check=False,
-        cwd="/",
-    )
+    with tempfile.TemporaryDirectory() as shared:
+        os.chmod(shared, 0o777)
+        done = subprocess.run(
+            [*AS_NOBODY, str(python), "-c", UNPRIVILEGED_VIEW, str(package), shared],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd="/",
+        )
     assert done.returncode == 0, done.stderr
     errno_value, pid, entries, caps = json.loads(done.stdout)
     assert (errno_value, pid) == (errno.EROFS, 1)
