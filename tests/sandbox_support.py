@@ -73,3 +73,50 @@ async def open_sandbox(tmp_path: Path, **provider_kwargs: object) -> AsyncIterat
         yield Sandbox(root.resolve(), outside.resolve(), provider)
     finally:
         await provider.close()
+
+
+def served_pid(provider: LinuxSandboxProvider) -> int:
+    """The host pid of the process serving requests: PID 1 of the worker's PID namespace.
+
+    ``provider.worker_pid`` is the process the provider started; it only waits
+    for this child, which it forked after entering the namespaces.
+    """
+    outer = provider.worker_pid
+    assert outer is not None, "the worker is not running"
+    children = [pid for pid in _host_pids() if _parent_of(pid) == outer]
+    assert len(children) == 1, children
+    return children[0]
+
+
+def namespace_pids(provider: LinuxSandboxProvider) -> list[int]:
+    """Host pids of every live process in the worker's PID namespace, the worker included."""
+    namespace = os.readlink(f"/proc/{served_pid(provider)}/ns/pid")
+    found = []
+    for pid in _host_pids():
+        try:
+            same = os.readlink(f"/proc/{pid}/ns/pid") == namespace
+        except OSError:
+            continue
+        if same and is_running(pid):
+            found.append(pid)
+    return found
+
+
+def is_running(pid: int) -> bool:
+    """Alive and not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return False
+    return state != "Z"
+
+
+def _host_pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None

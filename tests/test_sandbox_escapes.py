@@ -90,7 +90,8 @@ async def test_commands_cannot_read_outside(sandbox: Sandbox) -> None:
     result = await sandbox.run(f"cat {sandbox.secret}; cat /etc/shadow; ls {sandbox.outside}")
     assert SECRET.decode().strip() not in result["stdout"]
     assert "secret.txt" not in result["stdout"]
-    assert result["stderr"].count("Permission denied") >= 2
+    refused = ("Permission denied", "No such file or directory")
+    assert sum(result["stderr"].count(reason) for reason in refused) >= 3, result
 
 
 async def test_commands_cannot_write_create_truncate_or_remove_outside(sandbox: Sandbox) -> None:
@@ -165,7 +166,7 @@ async def test_symlink_to_outside_gives_no_access(sandbox: Sandbox) -> None:
     assert not (sandbox.outside / "planted.txt").exists()
     with pytest.raises(ToolError) as caught:
         await sandbox.provider.call("read_bytes", path=str(sandbox.root / "link.txt"), max_bytes=99)
-    assert caught.value.code is ErrorCode.PERMISSION_DENIED
+    assert caught.value.code in (ErrorCode.PERMISSION_DENIED, ErrorCode.NOT_FOUND)
 
 
 async def test_symlink_swapped_during_reads_never_yields_outside_content(sandbox: Sandbox) -> None:
@@ -308,7 +309,8 @@ async def test_signals_cannot_reach_processes_outside(sandbox: Sandbox) -> None:
     bystander = subprocess.Popen(["sleep", "30"])
     try:
         result = await sandbox.run(f"kill -9 {bystander.pid}; kill -0 {os.getpid()}")
-        assert result["stderr"].count("Operation not permitted") == 2, result
+        refused = ("Operation not permitted", "No such process")
+        assert sum(result["stderr"].count(reason) for reason in refused) == 2, result
         assert bystander.poll() is None
     finally:
         bystander.kill()

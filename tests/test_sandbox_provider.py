@@ -20,7 +20,16 @@ from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from tinyagent_fs.sandbox import landlock_rules
 
-from .sandbox_support import OPEN_FDS_PROBE, SECRET, Sandbox, open_sandbox, require_sandbox
+from .sandbox_support import (
+    OPEN_FDS_PROBE,
+    SECRET,
+    Sandbox,
+    is_running,
+    namespace_pids,
+    open_sandbox,
+    require_sandbox,
+    served_pid,
+)
 
 pytestmark = require_sandbox()
 
@@ -104,7 +113,9 @@ async def test_worker_is_started_once_and_reused(sandbox: Sandbox) -> None:
 
 async def test_worker_holds_only_its_socket_and_a_minimal_environment(sandbox: Sandbox) -> None:
     await sandbox.provider.call("stat_path", path=str(sandbox.root))
-    pid = sandbox.provider.worker_pid
+    pid = served_pid(sandbox.provider)
+    outer = sandbox.provider.worker_pid
+    assert sorted(int(fd) for fd in os.listdir(f"/proc/{outer}/fd")) == [0, 1, 2]
     fds = sorted(int(fd) for fd in os.listdir(f"/proc/{pid}/fd"))
     assert len(fds) == 4 and fds[:3] == [0, 1, 2], fds
     assert os.readlink(f"/proc/{pid}/fd/{fds[3]}").startswith("socket:")
@@ -146,11 +157,26 @@ async def test_command_child_does_not_inherit_the_worker_socket(sandbox: Sandbox
     assert result["stdout"].strip() == "[]", result
 
 
+async def test_commands_cannot_kill_the_worker(sandbox: Sandbox) -> None:
+    await sandbox.provider.call("stat_path", path=str(sandbox.root))
+    first = sandbox.provider.worker_pid
+    result = await sandbox.run("kill -9 $PPID; kill -9 1; kill -STOP 1; echo still here")
+    assert result["stdout"] == "still here\n", result
+    data = await sandbox.provider.call(
+        "read_bytes", path=str(sandbox.root / "inside.txt"), max_bytes=100
+    )
+    assert data == b"inside\n"
+    assert sandbox.provider.worker_pid == first
+
+
 async def test_worker_crash_is_sandbox_failure_then_recovers(sandbox: Sandbox) -> None:
     await sandbox.provider.call("stat_path", path=str(sandbox.root))
     first = sandbox.provider.worker_pid
+    pending = asyncio.ensure_future(sandbox.run("sleep 3", timeout_s=60))
+    await asyncio.sleep(0.3)
+    os.kill(served_pid(sandbox.provider), signal.SIGKILL)
     with pytest.raises(ToolError) as caught:
-        await sandbox.run("kill -9 $PPID; sleep 5")
+        await asyncio.wait_for(pending, 10)
     assert caught.value.code is ErrorCode.SANDBOX_FAILURE
     assert "killed by signal 9" in caught.value.message
     data = await sandbox.provider.call(
@@ -174,8 +200,7 @@ async def test_worker_killed_from_outside_fails_the_call_in_flight(sandbox: Sand
 async def test_stalled_worker_times_out_and_is_replaced(tmp_path: Path) -> None:
     async for sandbox in open_sandbox(tmp_path, call_timeout_s=0.5):
         await sandbox.provider.call("stat_path", path=str(sandbox.root))
-        stalled = sandbox.provider.worker_pid
-        assert stalled is not None
+        stalled = served_pid(sandbox.provider)
         os.kill(stalled, signal.SIGSTOP)
         started = time.monotonic()
         with pytest.raises(ToolError) as caught:
@@ -183,7 +208,10 @@ async def test_stalled_worker_times_out_and_is_replaced(tmp_path: Path) -> None:
         assert caught.value.code is ErrorCode.SANDBOX_FAILURE
         assert "stopped answering" in caught.value.message
         assert time.monotonic() - started < 5
-        assert not Path(f"/proc/{stalled}").exists()
+        deadline = time.monotonic() + 5
+        while is_running(stalled) and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert not is_running(stalled)
         info = await sandbox.provider.call("stat_path", path=str(sandbox.root / "inside.txt"))
         assert info["size"] == 7
 
@@ -243,23 +271,20 @@ async def test_dropped_provider_releases_worker_and_tmpdir(tmp_path: Path) -> No
 
 
 async def test_daemons_escaping_the_process_group_die_with_the_worker(sandbox: Sandbox) -> None:
-    result = await sandbox.run("setsid sleep 300 >/dev/null 2>&1 & echo $!; sleep 0.3")
-    daemon = int(result["stdout"])
-    try:
-        assert _running(daemon), "the daemon left the command's process group and outlived it"
-        await sandbox.provider.close()
-        deadline = time.monotonic() + 5
-        while _running(daemon) and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        assert not _running(daemon)
-    finally:
-        if _running(daemon):
-            os.kill(daemon, 9)
-
-
-def _running(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
-    except FileNotFoundError:
-        return False
-    return state != "Z"
+    await sandbox.provider.call("stat_path", path=str(sandbox.root))
+    pending = asyncio.ensure_future(
+        sandbox.run("setsid sleep 300 >/dev/null 2>&1 & sleep 30", timeout_s=60)
+    )
+    deadline = time.monotonic() + 10
+    while len(namespace_pids(sandbox.provider)) < 4 and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    inside = namespace_pids(sandbox.provider)
+    assert len(inside) >= 4, "worker, shell, sleep 30 and the daemon should be running"
+    os.kill(sandbox.provider.worker_pid, signal.SIGKILL)
+    with pytest.raises(ToolError) as caught:
+        await asyncio.wait_for(pending, 10)
+    assert caught.value.code is ErrorCode.SANDBOX_FAILURE
+    deadline = time.monotonic() + 5
+    while any(is_running(pid) for pid in inside) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert not any(is_running(pid) for pid in inside)

@@ -256,6 +256,7 @@ class LinuxSandboxProvider(Provider):
                 "writable": [*self._protect, slot.tmpdir],
                 "readable": self._readable,
                 "protect": self._protect,
+                "denied": list(self.policy.denied_patterns),
                 "tmpdir": slot.tmpdir,
                 "canary": canary,
                 "parent_pid": os.getpid(),

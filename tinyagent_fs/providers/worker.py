@@ -7,26 +7,30 @@ socket and nothing else. The order matters and is the point of this module:
    unreadable, so a late import would fail);
 2. check that this is the only thread (Landlock and seccomp bind the calling
    thread and its future children, never a sibling);
-3. mount the protected paths read-only in a private namespace (Landlock
-   forbids mounting afterwards, which is what makes those mounts stick);
-4. Landlock, then seccomp;
-5. self-check: a file outside every root must be unreadable and uncreatable,
-   new sockets refused and the toolkit unreachable by signals. Anything short of
-   that is reported as SANDBOX_FAILURE and the worker exits before serving.
+3. enter new mount and PID namespaces and fork: the child, PID 1 there, does
+   the rest; the process the provider started only waits (``sandbox.namespaces``);
+4. pivot into a fresh root holding only the system directories, the readable
+   paths and the roots (``sandbox.mount_view``); mask secrets and mount the
+   protected paths read-only, by descriptor (``sandbox.secret_masks``,
+   ``sandbox.protected_paths``): Landlock forbids mounting afterwards, which is
+   what makes those mounts stick;
+5. drop every capability (``sandbox.capabilities``), then Landlock, then seccomp;
+6. self-check: a file outside every root must be absent, a system binary
+   unchangeable, capabilities empty, this process PID 1, new sockets refused and
+   the toolkit unreachable by signals. Anything short of that is reported as
+   SANDBOX_FAILURE and the worker exits before serving.
 
 Every request is ``{"op", "args"}``; every answer ``{"ok": value}`` or
-``{"error": {...}}``. When the parent closes the socket the worker kills what
-commands left in its Landlock domain (signals are scoped to it) and exits. A
-worker that is itself SIGKILLed cannot do that: what its command was running
-finishes on its own, still inside the same walls.
+``{"error": {...}}``. After each command every other process of the namespace
+is killed (a ``setsid`` daemon included) and code-running files the command
+planted are quarantined. When the worker exits, or is killed, the kernel ends
+whatever is left in its PID namespace.
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import signal
 import socket
 import sys
 import threading
@@ -34,7 +38,15 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..ops import OPERATIONS
-from ..sandbox import landlock_rules, protected_paths, seccomp_filter
+from ..sandbox import (
+    capabilities,
+    landlock_rules,
+    mount_view,
+    namespaces,
+    protected_paths,
+    seccomp_filter,
+    secret_masks,
+)
 from . import wire
 
 
@@ -47,23 +59,36 @@ def main(fd: int) -> None:
     sock.set_inheritable(False)
     config = wire.recv_message(sock)
     try:
+        _enter_namespaces(sock)
         report = _confine(config)
     except Exception as exc:
         wire.send_message(sock, {"error": _failure(f"the sandbox could not be set up: {exc}")})
         os._exit(1)
     wire.send_message(sock, {"ok": report})
-    _serve(sock, protected_paths.candidates(config["protect"]))
-    if report["landlock"]["scoped"] & landlock_rules.SCOPE_SIGNAL:
-        _kill_domain()
-    os._exit(0)
+    _serve(sock, config["protect"])
+    os._exit(0)  # as PID 1: the kernel kills whatever is left in the namespace
+
+
+def _enter_namespaces(sock: socket.socket) -> None:
+    """Become PID 1 of a new PID and mount namespace; the process outside only waits."""
+    if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
+        raise SelfCheckFailed("another thread is running; it would escape the sandbox")
+    namespaces.enter_namespaces(keep_fds=(sock.fileno(),))
 
 
 def _confine(config: dict[str, Any]) -> dict[str, Any]:
-    if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
-        raise SelfCheckFailed("another thread is running; it would escape the sandbox")
-    protection = protected_paths.protect(config["protect"])
-    if config.get("tmpdir"):
-        os.environ["TMPDIR"] = config["tmpdir"]
+    """Build the view, protect and mask inside it, drop capabilities, then Landlock + seccomp."""
+    view = mount_view.build_view(config["writable"], config["readable"], config["tmpdir"])
+    os.environ["TMPDIR"] = config["tmpdir"]
+    scan = secret_masks.scan_roots(config["protect"], config.get("denied", ()))
+    protection = protected_paths.protect(config["protect"], scan.nested_git)
+    masks = secret_masks.mask_secrets(scan)
+    mount_view.seal_root()
+    os.chdir(config["protect"][0])
+    capabilities.drop_all()
+    capability_sets = capabilities.capability_sets()
+    if any(capability_sets.values()):
+        raise SelfCheckFailed(f"capabilities remain after dropping them: {capability_sets}")
     status = landlock_rules.restrict_self(
         landlock_rules.LandlockRules(
             writable=tuple(config["writable"]), readable=tuple(config["readable"])
@@ -78,31 +103,42 @@ def _confine(config: dict[str, Any]) -> dict[str, Any]:
         "landlock": status.to_dict(),
         "seccomp": {"mode": "filter", "skipped": skipped},
         "protection": protection.to_dict(),
+        "view": view.to_dict(),
+        "masks": masks.to_dict(),
+        "capabilities": capability_sets,
     }
 
 
 def _self_check(config: dict[str, Any], status: landlock_rules.LandlockStatus) -> None:
+    """Probe every wall: a probe that succeeds, or fails the wrong way, stops the worker."""
     canary = config["canary"]
-    _expect_denied("read a file outside the roots", errno.EACCES, os.open, canary, os.O_RDONLY)
+    if os.path.lexists(canary) or os.path.lexists(os.path.dirname(canary)):
+        raise SelfCheckFailed("a directory outside the roots is visible in the worker's view")
+    gone = (errno.ENOENT, errno.EACCES)
+    _expect_denied("read a file outside the roots", gone, os.open, canary, os.O_RDONLY)
     _expect_denied(
         "create a file outside the roots",
-        errno.EACCES,
+        gone,
         os.open,
         canary + ".new",
         os.O_WRONLY | os.O_CREAT,
     )
-    _expect_denied("open an AF_INET socket", errno.EPERM, socket.socket, socket.AF_INET)
-    _expect_denied("open an AF_UNIX socket", errno.EPERM, socket.socket, socket.AF_UNIX)
-    if status.scoped & landlock_rules.SCOPE_SIGNAL:
-        _expect_denied("signal the toolkit", errno.EPERM, os.kill, config["parent_pid"], 0)
+    _expect_denied("chmod a system binary", (errno.EROFS,), os.chmod, "/usr/bin/env", 0o4777)
+    _expect_denied("open an AF_INET socket", (errno.EPERM,), socket.socket, socket.AF_INET)
+    _expect_denied("open an AF_UNIX socket", (errno.EPERM,), socket.socket, socket.AF_UNIX)
+    _expect_denied(
+        "signal the toolkit", (errno.ESRCH, errno.EPERM), os.kill, config["parent_pid"], 0
+    )
+    if os.getpid() != 1:
+        raise SelfCheckFailed(f"the worker is pid {os.getpid()}, not 1 of its own PID namespace")
 
 
-def _expect_denied(action: str, expected: int, func: Any, *args: Any) -> None:
+def _expect_denied(action: str, expected: tuple[int, ...], func: Any, *args: Any) -> None:
     try:
         result = func(*args)
     except OSError as exc:
-        if exc.errno != expected:
-            wanted = errno.errorcode[expected]
+        if exc.errno not in expected:
+            wanted = " or ".join(errno.errorcode[code] for code in expected)
             raise SelfCheckFailed(f"{action}: failed with {exc!r}, not {wanted}") from None
         return
     if isinstance(result, int):
@@ -112,13 +148,14 @@ def _expect_denied(action: str, expected: int, func: Any, *args: Any) -> None:
     raise SelfCheckFailed(f"the sandbox let the worker {action}")
 
 
-def _serve(sock: socket.socket, watched: list[str]) -> None:
+def _serve(sock: socket.socket, roots: list[str]) -> None:
+    watched = protected_paths.candidates(roots)
     while True:
         try:
             request = wire.recv_message(sock)
         except wire.WireError:
             return
-        response = _answer(request, watched)
+        response = _answer(request, roots, watched)
         try:
             wire.send_message(sock, response)
         except TypeError as exc:
@@ -127,12 +164,14 @@ def _serve(sock: socket.socket, watched: list[str]) -> None:
             return
 
 
-def _answer(request: Any, watched: list[str]) -> dict[str, Any]:
+def _answer(request: Any, roots: list[str], watched: list[str]) -> dict[str, Any]:
     op, args = request.get("op"), request.get("args")
     operation = OPERATIONS.get(op) if isinstance(op, str) else None
     if operation is None or not isinstance(args, dict):
         return {"error": _internal(f"unknown provider operation {op!r}")}
-    before = protected_paths.snapshot(watched) if op == "run_command" else None
+    is_command = op == "run_command"
+    before = protected_paths.snapshot(watched) if is_command else None
+    entries = protected_paths.code_entries(roots) if is_command else {}
     try:
         response: dict[str, Any] = {"ok": operation(**args)}
     except ToolError as exc:
@@ -140,16 +179,45 @@ def _answer(request: Any, watched: list[str]) -> dict[str, Any]:
     except PermissionError as exc:
         response = {"error": _os_error(ErrorCode.PERMISSION_DENIED, exc)}
     except OSError as exc:
-        response = {"error": _os_error(ErrorCode.IO_ERROR, exc)}
+        walled = exc.errno == errno.EROFS
+        code = ErrorCode.PERMISSION_DENIED if walled else ErrorCode.IO_ERROR
+        response = {"error": _os_error(code, exc)}
     except Exception as exc:
         response = {"error": _internal(f"{op} failed: {type(exc).__name__}: {exc}")}
     if before is not None:
-        changed = protected_paths.changed(before, protected_paths.snapshot(watched))
-        if changed:
-            response["restart"] = True
-            if isinstance(response.get("ok"), dict):
-                response["ok"]["protected_paths_changed"] = changed
+        namespaces.end_other_processes()
+        _check_protected_paths(response, before, watched, entries, roots)
     return response
+
+
+def _check_protected_paths(
+    response: dict[str, Any],
+    before: dict[str, tuple[int, ...] | None],
+    watched: list[str],
+    entries: dict[str, tuple[int, ...]],
+    roots: list[str],
+) -> None:
+    """Quarantine code-running entries the command made; replace the worker if any path moved.
+
+    Only paths that did not exist when this worker started can change (the
+    others are read-only mounts); the next worker mounts them read-only.
+    """
+    quarantined = protected_paths.quarantine(entries, protected_paths.code_entries(roots))
+    changed = protected_paths.changed(before, protected_paths.snapshot(watched))
+    if not changed and not quarantined:
+        return
+    response["restart"] = True
+    result = response.get("ok")
+    if not isinstance(result, dict):
+        return
+    result["protected_paths_changed"] = changed
+    if quarantined:
+        result["protected_paths_quarantined"] = quarantined
+        result["protected_paths_message"] = (
+            "the command created or changed files that make git or a shell run code "
+            "(hooks, git config, rc files); they were renamed aside with a "
+            f"'{protected_paths.QUARANTINE_SUFFIX}' suffix and made non-executable"
+        )
 
 
 def _tool_error(exc: ToolError) -> dict[str, Any]:
@@ -187,16 +255,6 @@ def _internal(message: str) -> dict[str, Any]:
 
 def _failure(message: str) -> dict[str, Any]:
     return _tool_error(ToolError(ErrorCode.SANDBOX_FAILURE, message))
-
-
-def _kill_domain() -> None:
-    """SIGKILL every process in this Landlock domain but this one: what commands left behind.
-
-    kill(-1) reaches only processes the caller may signal; with signal
-    scoping that is exactly this sandbox, never the toolkit or the host.
-    """
-    with contextlib.suppress(OSError):
-        os.kill(-1, signal.SIGKILL)
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ import ctypes
 import importlib.util
 import platform
 
-from . import landlock_rules
+from . import landlock_rules, namespaces
 
 MIN_LANDLOCK_ABI = 3
 """Before ABI 3 Landlock cannot refuse truncate(2), so any file the user may write,
@@ -42,4 +42,7 @@ def sandbox_support() -> tuple[bool, str]:
         ctypes.CDLL(LIBSECCOMP)
     except OSError as exc:
         return False, f"libseccomp cannot be loaded: {exc} (install libseccomp2)"
-    return True, f"Landlock ABI {abi} and seccomp are available"
+    usable, reason = namespaces.namespace_support()
+    if not usable:
+        return False, reason
+    return True, f"Landlock ABI {abi}, seccomp and namespaces are available"

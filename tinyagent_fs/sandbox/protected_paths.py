@@ -1,42 +1,43 @@
-"""Keep git hooks, git config and shell rc files read-only inside writable roots.
+"""Keep what makes git or a shell run code read-only inside writable roots.
 
 Landlock cannot take back a right granted to a parent directory, so a root
-that is writable makes ``.git/hooks`` writable too, and a hook or rc file
-planted there runs *outside* the sandbox the next time a person uses git or a
-shell. The file tools refuse these paths in the guard; shell commands need a
-wall of their own.
+that is writable makes ``.git/hooks`` writable too, and a hook, a git config
+(``core.fsmonitor``, ``core.hooksPath``, aliases) or an rc file planted there
+runs *outside* the sandbox the next time a person uses git or a shell. The file
+tools refuse these paths in the guard; shell commands meet two walls here.
 
-How, where the system allows it: before Landlock is applied, the worker moves
-into a private mount namespace (a user namespace too when it is not root) and
-
-- bind-mounts ``.git`` onto itself, so it is a mount point: it cannot be
-  renamed or removed (EBUSY), which would otherwise let a command set up a
-  fresh ``.git`` beside the protected one;
-- bind-mounts read-only: ``.git/hooks``, ``.git/config``, a ``.git`` *file*
-  (a worktree's pointer to its git directory), and each shell rc file in
-  ``RC_FILES``. Writing, truncating, replacing or removing them fails (EROFS /
-  EBUSY), and hard links out of a read-only mount fail (EXDEV).
-
-Landlock then forbids any change of mount topology, and seccomp refuses mount
-and unshare, so nothing inside can undo the mounts. The mounts exist only in
-the worker's namespace; the toolkit and the person see the tree unchanged.
-
-What is *not* protected, and how the gaps are covered: a protected path that
-does not exist when the worker starts (there is nothing to mount on) or that
-is a symlink (mounts follow links; the link itself stays replaceable). For
-those, :func:`snapshot` is taken around every command; a change or a new
-appearance is reported with the command's result, and the worker is replaced
-so the next command runs with the new path protected. A single command that
-creates and fills such a path is reported, not prevented.
+1. At start (:func:`protect`, in the worker's private mount namespace, after
+   ``pivot_root`` and before Landlock): each path is opened from an O_PATH
+   descriptor of its root with openat2 (RESOLVE_BENEATH, no symlinks, no magic
+   links) and bound onto itself *by that descriptor* (open_tree + move_mount).
+   A name is never looked up twice, so a ``.git`` swapped with a symlink at any
+   moment yields either the real directory (protected where it really is) or a
+   refusal (ELOOP), never a mount of something outside. ``.git`` itself is
+   pinned (a mount point cannot be renamed or removed: EBUSY); hooks, config,
+   config.worktree, commondir, info, worktrees, modules/*/hooks and config, a
+   ``.git`` file, ``.gitmodules``, ``.tinyagentignore`` and the rc files become
+   read-only (EROFS; hard links out of them fail with EXDEV).
+2. After every command (:func:`code_entries` before and after, then
+   :func:`quarantine`): a code-running entry that the command created or
+   changed (it could, because it did not exist at start, e.g. after ``git
+   init``) is renamed aside with a ``.quarantined`` suffix and made
+   non-executable, and reported. A git config is left in place when every key
+   in it is on a short list of harmless ones (what ``git init``, ``git remote``
+   and ``git config user.*`` write). The worker is then replaced, so the next
+   command finds the new paths mounted read-only.
 """
 
 from __future__ import annotations
 
-import ctypes
+import contextlib
+import errno
 import os
+import re
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+
+from . import kernel_calls as kc
 
 RC_FILES: tuple[str, ...] = (
     ".bashrc",
@@ -49,25 +50,31 @@ RC_FILES: tuple[str, ...] = (
     ".zprofile",
     ".zlogin",
 )
-GIT_ENTRIES: tuple[str, ...] = (".git", ".git/hooks", ".git/config")
-
-CLONE_NEWNS = 0x00020000
-CLONE_NEWUSER = 0x10000000
-MS_RDONLY = 1
-MS_REMOUNT = 32
-MS_BIND = 4096
-MS_REC = 16384
-MS_PRIVATE = 1 << 18
-LOCKED_MOUNT_FLAGS = 2 | 4 | 8 | 1024 | 2048 | 4096
-"""nosuid, nodev, noexec and the atime flags: a remount must keep them (as statvfs reports)."""
+ROOT_FILES: tuple[str, ...] = (".gitmodules", ".tinyagentignore", *RC_FILES)
+GIT_READ_ONLY: tuple[str, ...] = (
+    "hooks",
+    "config",
+    "config.worktree",
+    "commondir",
+    "info",
+    "worktrees",
+)
+QUARANTINE_SUFFIX = ".quarantined"
+SAFE_GIT_KEYS = re.compile(
+    r"^(core\.(repositoryformatversion|filemode|bare|logallrefupdates|ignorecase|precomposeunicode"
+    r"|symlinks)|extensions\.objectformat|user\.(name|email)|init\.defaultbranch"
+    r"|remote\.[^=]+\.(url|fetch)|branch\.[^=]+\.(remote|merge))$"
+)
+"""Git config keys that make git run nothing and read no other file."""
+READ_ONLY = kc.MOUNT_ATTR_RDONLY | kc.MOUNT_ATTR_NOSUID | kc.MOUNT_ATTR_NODEV
+MAX_MODULE_DEPTH = 4
 
 
 @dataclass
 class Protection:
     """What :func:`protect` did, reported by the worker to the toolkit."""
 
-    mode: str = "none"
-    reason: str = ""
+    mode: str = "mount-namespace"
     read_only: list[str] = field(default_factory=list)
     pinned: list[str] = field(default_factory=list)
     unprotected: list[str] = field(default_factory=list)
@@ -75,7 +82,6 @@ class Protection:
     def to_dict(self) -> dict[str, object]:
         return {
             "mode": self.mode,
-            "reason": self.reason,
             "read_only": self.read_only,
             "pinned": self.pinned,
             "unprotected": self.unprotected,
@@ -83,28 +89,112 @@ class Protection:
 
 
 def candidates(roots: Iterable[str]) -> list[str]:
-    """Every path this module guards, for each root, existing or not."""
-    return [os.path.join(root, name) for root in roots for name in (*GIT_ENTRIES, *RC_FILES)]
+    """The top-level protected paths of each root, existing or not (watched around commands)."""
+    paths = []
+    for root in roots:
+        paths.append(os.path.join(root, ".git"))
+        paths += [os.path.join(root, ".git", name) for name in GIT_READ_ONLY]
+        paths += [os.path.join(root, name) for name in ROOT_FILES]
+    return paths
 
 
-def protect(roots: Iterable[str]) -> Protection:
-    """Enter a private mount namespace and mount the protected paths read-only.
+def protect(roots: Iterable[str], nested_git: dict[str, list[str]] | None = None) -> Protection:
+    """Bind the protected paths of every root read-only, by descriptor.
 
-    Must run before Landlock (which forbids mounting) and before any thread
-    starts. Failure to get a mount namespace is reported, not raised: the
-    snapshot check still runs, and the toolkit decides whether that is enough.
+    ``nested_git`` maps a root to the relative paths of ``.git`` entries found
+    deeper in it (vendored repositories, submodule checkouts): each is pinned
+    and its code-running entries protected like the root's own.
+    Must run in the worker's own mount namespace, before Landlock (which
+    forbids mounting) and while the worker still has CAP_SYS_ADMIN there.
     """
     result = Protection()
-    try:
-        _enter_mount_namespace()
-    except OSError as exc:
-        result.reason = f"no private mount namespace: {exc.strerror or exc}"
-        result.unprotected = [p for p in candidates(roots) if os.path.lexists(p)]
-        return result
-    result.mode = "mount-namespace"
     for root in roots:
-        _protect_root(root, result)
+        root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            _protect_git(root_fd, root, ".git", result)
+            for name in ROOT_FILES:
+                _protect_one(root_fd, root, name, result)
+            for relative in (nested_git or {}).get(root, []):
+                _protect_git(root_fd, root, relative, result)
+        finally:
+            os.close(root_fd)
     return result
+
+
+def _protect_git(root_fd: int, root: str, relative: str, result: Protection) -> None:
+    """Pin a ``.git`` directory and protect its entries; a ``.git`` file becomes read-only.
+
+    The entries are looked up from the pinned mount itself, never by the name
+    ``.git`` again: a directory swapped in under that name meanwhile gets nothing.
+    """
+    git = _open(root_fd, relative, root, result)
+    if git is None:
+        return
+    path = os.path.join(root, relative)
+    try:
+        if not stat.S_ISDIR(os.fstat(git).st_mode):
+            kc.bind_by_fd(git, git, READ_ONLY)
+            result.read_only.append(path)
+            return
+        pinned = kc.pin_in_place(git)
+    finally:
+        os.close(git)
+    result.pinned.append(path)
+    try:
+        _protect_git_dir(pinned, path, result, 0)
+    finally:
+        os.close(pinned)
+
+
+def _protect_git_dir(git_fd: int, git_path: str, result: Protection, depth: int) -> None:
+    """The code-running entries of one git directory, then of each submodule's beneath it."""
+    for name in GIT_READ_ONLY:
+        _protect_one(git_fd, git_path, name, result)
+    if depth >= MAX_MODULE_DEPTH:
+        return
+    for module in _list_dir(git_fd, "modules"):
+        module_fd = _open(git_fd, f"modules/{module}", git_path, result)
+        if module_fd is None:
+            continue
+        try:
+            _protect_git_dir(module_fd, f"{git_path}/modules/{module}", result, depth + 1)
+        finally:
+            os.close(module_fd)
+
+
+def _protect_one(base_fd: int, base: str, relative: str, result: Protection) -> None:
+    fd = _open(base_fd, relative, base, result)
+    if fd is None:
+        return
+    try:
+        kc.bind_by_fd(fd, fd, READ_ONLY)
+        result.read_only.append(os.path.join(base, relative))
+    finally:
+        os.close(fd)
+
+
+def _open(base_fd: int, relative: str, base: str, result: Protection) -> int | None:
+    """An O_PATH fd of ``relative`` beneath ``base_fd``; None if absent (or a symlink: noted)."""
+    try:
+        return kc.open_beneath(base_fd, relative, os.O_PATH)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EXDEV, errno.ENOTDIR):
+            result.unprotected.append(os.path.join(base, relative))
+            return None
+        raise
+
+
+def _list_dir(base_fd: int, relative: str) -> list[str]:
+    try:
+        fd = kc.open_beneath(base_fd, relative, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return []
+    try:
+        return sorted(os.listdir(fd))
+    finally:
+        os.close(fd)
 
 
 def snapshot(paths: Iterable[str]) -> dict[str, tuple[int, ...] | None]:
@@ -116,7 +206,7 @@ def snapshot(paths: Iterable[str]) -> dict[str, tuple[int, ...] | None]:
     state: dict[str, tuple[int, ...] | None] = {}
     for path in paths:
         try:
-            state[path] = _stamp(path)
+            state[path] = _stamp(path, by_entries=not path.endswith("/.git"))
         except FileNotFoundError:
             state[path] = None
         except OSError as exc:
@@ -124,10 +214,10 @@ def snapshot(paths: Iterable[str]) -> dict[str, tuple[int, ...] | None]:
     return state
 
 
-def _stamp(path: str) -> tuple[int, ...]:
+def _stamp(path: str, by_entries: bool) -> tuple[int, ...]:
     info = os.lstat(path)
     stamp = [info.st_dev, info.st_ino, info.st_mode]
-    if path.endswith("/.git") and stat.S_ISDIR(info.st_mode):
+    if not by_entries and stat.S_ISDIR(info.st_mode):
         return tuple(stamp)
     stamp += [info.st_size, info.st_ctime_ns]
     if stat.S_ISDIR(info.st_mode):
@@ -144,80 +234,112 @@ def changed(
     return sorted(path for path in after if before.get(path) != after[path])
 
 
-def _protect_root(root: str, result: Protection) -> None:
-    git = os.path.join(root, ".git")
-    kind = _kind(git)
-    if kind == "dir":
-        _bind(git, read_only=False)
-        result.pinned.append(git)
-        for name in ("hooks", "config"):
-            _protect_one(os.path.join(git, name), result)
-    elif kind != "missing":
-        _protect_one(git, result)
-    for name in RC_FILES:
-        _protect_one(os.path.join(root, name), result)
+def code_entries(roots: Iterable[str]) -> dict[str, tuple[int, ...]]:
+    """Every file that makes git or a shell run code, with its stamp: compared around a command."""
+    found: dict[str, tuple[int, ...]] = {}
+    for root in roots:
+        for name in RC_FILES:
+            _add_entry(found, os.path.join(root, name))
+        git = os.path.join(root, ".git")
+        if os.path.isfile(git) and not os.path.islink(git):
+            _add_entry(found, git)
+        _add_git_dir(found, git, 0)
+    return found
 
 
-def _protect_one(path: str, result: Protection) -> None:
-    kind = _kind(path)
-    if kind == "missing":
+def _add_git_dir(found: dict[str, tuple[int, ...]], git: str, depth: int) -> None:
+    if not os.path.isdir(git) or os.path.islink(git):
         return
-    if kind == "symlink":
-        result.unprotected.append(path)
-        return
-    _bind(path, read_only=True)
-    result.read_only.append(path)
+    for name in ("config", "config.worktree", "commondir"):
+        _add_entry(found, os.path.join(git, name))
+    for name in _names(os.path.join(git, "hooks")):
+        if not name.endswith((".sample", QUARANTINE_SUFFIX)):
+            _add_entry(found, os.path.join(git, "hooks", name))
+    for name in _names(os.path.join(git, "worktrees")):
+        for entry in ("config.worktree", "commondir", "gitdir"):
+            _add_entry(found, os.path.join(git, "worktrees", name, entry))
+    if depth < MAX_MODULE_DEPTH:
+        for name in _names(os.path.join(git, "modules")):
+            _add_git_dir(found, os.path.join(git, "modules", name), depth + 1)
 
 
-def _kind(path: str) -> str:
+def _names(directory: str) -> list[str]:
     try:
-        mode = os.lstat(path).st_mode
+        return os.listdir(directory) if not os.path.islink(directory) else []
     except OSError:
-        return "missing"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return "dir" if stat.S_ISDIR(mode) else "file"
+        return []
 
 
-_libc: ctypes.CDLL | None = None
+def _add_entry(found: dict[str, tuple[int, ...]], path: str) -> None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return
+    found[path] = (info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
 
-def _call(name: str, *args: object) -> None:
-    global _libc
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    if getattr(_libc, name)(*args) != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{name}: {os.strerror(err)}")
+def quarantine(
+    before: dict[str, tuple[int, ...]], after: dict[str, tuple[int, ...]]
+) -> list[dict[str, str]]:
+    """Rename aside (mode 0600) each code-running entry a command created or changed.
 
-
-def _enter_mount_namespace() -> None:
-    """A new mount namespace, with a user namespace only when not already privileged.
-
-    Root keeps its own identity (a user namespace would leave files of other
-    owners unmapped); everyone else maps their uid and gid onto themselves.
-    Propagation is made private so no mount made here reaches the host.
+    Runs after every other process of the sandbox is gone, so nothing races
+    the rename. A harmless git config stays (see module docstring).
     """
-    uid, gid = os.geteuid(), os.getegid()
+    moved = []
+    for path, stamp in sorted(after.items()):
+        if before.get(path) == stamp:
+            continue
+        if os.path.basename(path) in ("config", "config.worktree") and _harmless_config(path):
+            continue
+        aside = _free_name(path + QUARANTINE_SUFFIX)
+        try:
+            os.rename(path, aside)
+        except OSError as exc:
+            moved.append({"path": path, "error": exc.strerror or str(exc)})
+            continue
+        with contextlib.suppress(OSError):
+            os.chmod(aside, 0o600, follow_symlinks=False)
+        moved.append({"path": path, "moved_to": aside})
+    return moved
+
+
+def _harmless_config(path: str) -> bool:
+    """Whether every key of a git config file is on the harmless list (no include, no hooks)."""
     try:
-        _call("unshare", CLONE_NEWNS)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        _call("unshare", CLONE_NEWNS | CLONE_NEWUSER)
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{uid} {uid} 1")
-        _write("/proc/self/gid_map", f"{gid} {gid} 1")
-    _call("mount", None, b"/", None, ctypes.c_ulong(MS_REC | MS_PRIVATE), None)
+        return False
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return False
+        text = handle.read(64 * 1024 + 1).decode("utf-8", "replace")
+    if len(text) > 64 * 1024:
+        return False
+    return all(SAFE_GIT_KEYS.match(key) for key in _config_keys(text))
 
 
-def _bind(path: str, read_only: bool) -> None:
-    target = os.fsencode(path)
-    _call("mount", target, target, None, ctypes.c_ulong(MS_BIND), None)
-    if read_only:
-        kept = os.statvfs(path).f_flag & LOCKED_MOUNT_FLAGS
-        flags = MS_BIND | MS_REMOUNT | MS_RDONLY | kept
-        _call("mount", None, target, None, ctypes.c_ulong(flags), None)
+def _config_keys(text: str) -> list[str]:
+    """``section.subsection.name`` of every assignment; an unparsable line is an unsafe key."""
+    keys, section = [], ""
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        header = re.fullmatch(r'\[\s*([A-Za-z0-9.-]+)(?:\s+"((?:[^"\\]|\\.)*)")?\s*\]', line)
+        if header:
+            section = header.group(1).lower()
+            if header.group(2) is not None:
+                section += "." + header.group(2)
+            continue
+        name = re.match(r"([A-Za-z][A-Za-z0-9-]*)\s*(=|$)", line)
+        keys.append(f"{section}.{name.group(1).lower()}" if name and section else "!unparsable")
+    return keys
 
 
-def _write(path: str, text: str) -> None:
-    with open(path, "w") as handle:
-        handle.write(text)
+def _free_name(path: str) -> str:
+    candidate, number = path, 1
+    while os.path.lexists(candidate):
+        number += 1
+        candidate = f"{path}{number}"
+    return candidate

@@ -42,6 +42,12 @@ async def run_command(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             + ", ".join(changed)
             + " (reported to the person; do not modify these files)"
         )
+    quarantined = outcome.get("protected_paths_quarantined") or []
+    if quarantined:
+        lines.append(
+            f"WARNING: {outcome.get('protected_paths_message', '')}: "
+            + ", ".join(entry["path"] for entry in quarantined)
+        )
     if not ctx.provider.kernel_enforced:
         lines.append("(note: ran without a kernel sandbox; only the working directory was checked)")
     data = {
@@ -55,7 +61,8 @@ async def run_command(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         "workdir": ctx.relative(workdir),
         "sandboxed": ctx.provider.kernel_enforced,
         "protected_paths_changed": changed,
-        "security_violation": bool(changed),
+        "protected_paths_quarantined": quarantined,
+        "security_violation": bool(changed or quarantined),
     }
     return ToolResult.success("\n".join(lines), data)
 
