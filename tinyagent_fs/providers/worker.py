@@ -23,10 +23,8 @@ finishes on its own, still inside the same walls.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
-import signal
 import socket
 import sys
 import threading
@@ -34,8 +32,8 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..ops import OPERATIONS
-from ..sandbox import landlock_rules, protected_paths, seccomp_filter
-from . import wire
+from ..sandbox import landlock_rules, leftovers, protected_paths, seccomp_filter
+from . import wire, worker_launch
 
 
 class SelfCheckFailed(Exception):
@@ -47,14 +45,23 @@ def main(fd: int) -> None:
     sock.set_inheritable(False)
     config = wire.recv_message(sock)
     try:
+        worker_launch.refuse_writable(
+            worker_launch.loaded_module_files(), config["writable"], "the worker loaded"
+        )
         report = _confine(config)
+        report["module_files"] = worker_launch.loaded_module_files()
+    except ToolError as exc:
+        wire.send_message(sock, {"error": _tool_error(exc)})
+        os._exit(1)
     except Exception as exc:
         wire.send_message(sock, {"error": _failure(f"the sandbox could not be set up: {exc}")})
         os._exit(1)
     wire.send_message(sock, {"ok": report})
-    _serve(sock, protected_paths.candidates(config["protect"]))
-    if report["landlock"]["scoped"] & landlock_rules.SCOPE_SIGNAL:
-        _kill_domain()
+    scoped = bool(report["landlock"]["scoped"] & landlock_rules.SCOPE_SIGNAL)
+    leftovers.become_subreaper()
+    _serve(sock, protected_paths.candidates(config["protect"]), scoped)
+    if scoped:
+        leftovers.kill_domain()
     os._exit(0)
 
 
@@ -112,13 +119,23 @@ def _expect_denied(action: str, expected: int, func: Any, *args: Any) -> None:
     raise SelfCheckFailed(f"the sandbox let the worker {action}")
 
 
-def _serve(sock: socket.socket, watched: list[str]) -> None:
+def _serve(sock: socket.socket, watched: list[str], scoped: bool) -> None:
+    """Answer requests until the toolkit closes the socket.
+
+    After every command, whatever it left running (``setsid``, double fork,
+    ``nohup``) is killed and reaped before the answer goes back, so nothing a
+    command started outlives its call; that needs Landlock signal scoping
+    (kill(-1) from here then reaches this sandbox only), and without it only
+    the command's own process group is killed.
+    """
     while True:
         try:
             request = wire.recv_message(sock)
         except wire.WireError:
             return
         response = _answer(request, watched)
+        if scoped and isinstance(request, dict) and request.get("op") == "run_command":
+            leftovers.kill_domain()
         try:
             wire.send_message(sock, response)
         except TypeError as exc:
@@ -187,16 +204,6 @@ def _internal(message: str) -> dict[str, Any]:
 
 def _failure(message: str) -> dict[str, Any]:
     return _tool_error(ToolError(ErrorCode.SANDBOX_FAILURE, message))
-
-
-def _kill_domain() -> None:
-    """SIGKILL every process in this Landlock domain but this one: what commands left behind.
-
-    kill(-1) reaches only processes the caller may signal; with signal
-    scoping that is exactly this sandbox, never the toolkit or the host.
-    """
-    with contextlib.suppress(OSError):
-        os.kill(-1, signal.SIGKILL)
 
 
 if __name__ == "__main__":
