@@ -142,9 +142,9 @@ class LinuxSandboxProvider(Provider):
             handed_over = False
             try:
                 deadline = time.monotonic() + min(self.call_timeout_s, QUICK_TIMEOUT_S)
-                sock = self._send(op, kwargs)
+                sock = self._send(op, kwargs, self._slot.sock)
                 if wire.frame_ready(sock, INLINE_WAIT_S):
-                    return self._finish(op, deadline)
+                    return self._finish(op, deadline, queued=True)
                 handed_over = True
                 finish = self._finish_and_unlock
                 return await loop.run_in_executor(self._thread(), finish, op, deadline)
@@ -174,9 +174,11 @@ class LinuxSandboxProvider(Provider):
         finally:
             self._lock.release()
 
-    def _send(self, op: str, kwargs: dict[str, Any]) -> socket.socket:
-        """Start the worker if needed and send one request; the caller holds the lock."""
-        sock = self._ensure_worker()
+    def _send(
+        self, op: str, kwargs: dict[str, Any], sock: socket.socket | None = None
+    ) -> socket.socket:
+        """Send one request to ``sock``, or to a worker started now; the caller holds the lock."""
+        sock = sock or self._ensure_worker()
         try:
             wire.send_message(sock, {"op": op, "args": kwargs})
         except TypeError as exc:
@@ -185,10 +187,15 @@ class LinuxSandboxProvider(Provider):
             raise self._worker_lost(op, str(exc)) from None
         return sock
 
-    def _finish(self, op: str, deadline: float) -> Any:
-        """The reply to the request just sent, by ``deadline``; the caller holds the lock."""
+    def _finish(self, op: str, deadline: float, *, queued: bool = False) -> Any:
+        """The reply to the request just sent, by ``deadline``; the caller holds the lock.
+
+        ``queued``: the whole frame is already on the socket, so it is read at once.
+        """
+        sock = self._slot.sock
+        assert sock is not None
         try:
-            reply = self._await_reply(deadline)
+            reply = wire.recv_message(sock) if queued else self._await_reply(deadline)
         except WorkerStalled:
             raise self._worker_lost(op, "it is stopped (SIGSTOP)", stalled=True) from None
         except wire.WireError as exc:
