@@ -34,7 +34,7 @@ from typing import Any
 from ..errors import ErrorCode, ToolError
 from ..ops.command import KILL_GRACE_S
 from ..policy import SandboxPolicy
-from ..sandbox.pids_cgroup import PidsCgroup
+from ..sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
 from ..sandbox.probe import sandbox_support
 from . import wire, worker_launch
 from .base import Provider
@@ -227,7 +227,7 @@ class LinuxSandboxProvider(Provider):
         policy = self.policy
         processes = None
         if self._slot.cgroup is None:
-            processes = _processes_of_this_user() + policy.max_command_processes
+            processes = processes_of_this_user() + policy.max_command_processes
         return {
             "cpu_s": policy.max_command_cpu_s,
             "memory_bytes": policy.max_command_memory_bytes,
@@ -399,13 +399,3 @@ def _note_limit(result: Any, limit: str, value: int) -> None:
         result["limit_exceeded"] = limit
         result["limit_message"] = f"the command hit the {limit} limit ({value})"
 
-
-def _processes_of_this_user() -> int:
-    """How many processes this user runs: RLIMIT_NPROC counts them all, not just the command's."""
-    uid = os.getuid()
-    count = 0
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                count += entry.stat().st_uid == uid
-    return count

@@ -83,3 +83,14 @@ def _has_pids_controller(base: Path) -> bool:
     with contextlib.suppress(OSError):
         return "pids" in controllers.read_text().split() and os.access(base, os.W_OK)
     return False
+
+
+def processes_of_this_user() -> int:
+    """How many processes this user runs: RLIMIT_NPROC counts them all, not just the command's."""
+    uid = os.getuid()
+    count = 0
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                count += entry.stat().st_uid == uid
+    return count
