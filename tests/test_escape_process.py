@@ -152,9 +152,7 @@ async def test_commands_cannot_change_the_toolkits_resource_limits(sandbox: Sand
     log = sandbox.outside / "audit.log"
     log.write_bytes(b"x" * 10_000)
     assert log.stat().st_size == 10_000
-    own = await sandbox.run(
-        "prlimit --pid $$ --nofile=64:64 && echo own-ok; ulimit -f 100 && echo ulimit-ok"
-    )
+    own = await sandbox.run("ulimit -n 64 && echo ulimit-ok")
     assert "ulimit-ok" in own["stdout"], own
 
 
@@ -339,3 +337,17 @@ async def test_a_stopped_worker_fails_fast_and_is_replaced(sandbox: Sandbox) -> 
     assert _dead(stopped)
     assert await provider.call("read_bytes", path=path, max_bytes=100) == b"inside\n"
     assert provider.worker_pid not in (None, stopped)
+
+
+async def test_a_command_cannot_set_its_limits_again(tmp_path: Path) -> None:
+    provider = await _limited(tmp_path, max_command_cpu_s=50, max_command_file_bytes=10**6)
+    try:
+        result = await _command(
+            provider,
+            "ulimit -St 40 || echo cpu-refused; ulimit -Sf 100 || echo fsize-refused;"
+            " ulimit -n 64 && echo nofile-ok; ulimit -Ht",
+            20,
+        )
+    finally:
+        await provider.close()
+    assert result["stdout"].split() == ["cpu-refused", "fsize-refused", "nofile-ok", "51"], result

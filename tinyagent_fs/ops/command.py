@@ -12,8 +12,10 @@ whatever it left running in the group is killed too, so a command cannot leave
 a server or a watcher behind.
 
 ``limits`` become the command's rlimits (soft and hard, set in the child
-before exec): CPU seconds, address space, file size, processes. A command
-stopped by one says so in ``limit_exceeded`` and ``limit_message``.
+before exec): CPU seconds, address space, file size, processes. A seccomp
+filter then keeps the command from setting those resources again (root could
+raise a hard limit). A command stopped by one says so in ``limit_exceeded``
+and ``limit_message``.
 """
 
 from __future__ import annotations
@@ -84,7 +86,7 @@ def run_command(
             stderr=subprocess.PIPE,
             close_fds=True,
             start_new_session=True,
-            preexec_fn=partial(_apply_rlimits, rlimits) if rlimits else None,
+            preexec_fn=partial(_apply_rlimits, rlimits, _limit_lock(rlimits)) if rlimits else None,
         )
     except OSError as exc:
         raise ToolError(ErrorCode.IO_ERROR, f"cannot start {shell}: {exc.strerror}") from None
@@ -127,13 +129,22 @@ def _rlimits(limits: dict[str, int | None]) -> list[tuple[int, int, int]]:
     return rlimits
 
 
-def _apply_rlimits(rlimits: list[tuple[int, int, int]]) -> None:
-    """In the child, before exec: lower soft and hard limits (lowering needs no privilege)."""
+def _limit_lock(rlimits: list[tuple[int, int, int]]) -> Any:
+    """The filter that freezes these limits, built before the fork (pyseccomp is loaded lazily:
+    importing it runs ldconfig, which a toolkit that never limits a command should not pay)."""
+    from ..sandbox.seccomp_filter import limit_lock
+
+    return limit_lock([which for which, _, _ in rlimits])
+
+
+def _apply_rlimits(rlimits: list[tuple[int, int, int]], lock: Any) -> None:
+    """In the child, before exec: lower soft and hard limits, then forbid setting them again."""
     for which, soft, hard in rlimits:
         current_hard = resource.getrlimit(which)[1]
         if current_hard != resource.RLIM_INFINITY:
             hard = min(hard, current_hard)
         resource.setrlimit(which, (min(soft, hard), hard))
+    lock.load()
 
 
 def _limit_exceeded(

@@ -29,6 +29,7 @@ from __future__ import annotations
 import ctypes
 import errno
 import socket
+from collections.abc import Sequence
 from typing import Any
 
 import pyseccomp
@@ -164,6 +165,28 @@ def _add_or_skip(
         rules.add_rule(action, name, *args)
     except (OSError, ValueError):
         skipped.append(name)
+
+
+def limit_lock(resources: Sequence[int]) -> pyseccomp.SyscallFilter:
+    """A second filter, for a command's child before exec: ``resources`` can no longer be set.
+
+    Lowering a limit needs no privilege, raising a hard one CAP_SYS_RESOURCE,
+    which root outside a user namespace holds; so once the worker has set a
+    command's limits, setrlimit and prlimit64 with a new value for those
+    resources answer EPERM, lowering included. Reading them still works, and
+    so does every other resource (``ulimit -n``, ``ulimit -c``).
+    """
+    deny = pyseccomp.ERRNO(errno.EPERM)
+    rules = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
+    for which in resources:
+        rules.add_rule(deny, "setrlimit", pyseccomp.Arg(0, pyseccomp.EQ, which))
+        rules.add_rule(
+            deny,
+            "prlimit64",
+            pyseccomp.Arg(1, pyseccomp.EQ, which),
+            pyseccomp.Arg(2, pyseccomp.NE, 0),
+        )
+    return rules
 
 
 def filter_mode() -> int:
