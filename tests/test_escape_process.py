@@ -304,6 +304,9 @@ async def test_memory_limit_refuses_a_large_allocation(tmp_path: Path) -> None:
     finally:
         await provider.close()
     assert result["exit_code"] != 0 and "MemoryError" in result["stderr"], result
+    assert result["limit_exceeded"] == "memory"
+    assert "memory limit" in result["limit_message"]
+    assert "limit_exceeded" not in fits
     assert fits["stdout"] == "1000000\n"
 
 

@@ -49,6 +49,15 @@ RLIMITS = {
 CPU_HARD_MARGIN_S = 1
 """SIGXCPU at the soft CPU limit, SIGKILL this much later for a command that ignores it."""
 SIGNAL_LIMITS = {signal.SIGXCPU: "cpu_time", signal.SIGXFSZ: "file_size"}
+ALLOCATION_FAILURES = (
+    "MemoryError",
+    "Cannot allocate memory",
+    "std::bad_alloc",
+    "out of memory",
+    "JavaScript heap out of memory",
+)
+"""How common runtimes report a refused allocation: RLIMIT_AS sends no signal,
+so an address-space limit shows only as one of these in stderr."""
 
 
 def run_command(
@@ -107,7 +116,7 @@ def run_command(
         "stderr_truncated": err_cut,
     }
     cpu_s = _children_cpu_s() - cpu_before
-    exceeded = _limit_exceeded(exit_code, timed_out, cpu_s, (limits or {}).get("cpu_s"))
+    exceeded = _limit_exceeded(exit_code, timed_out, cpu_s, err_text, limits or {})
     if exceeded:
         result["limit_exceeded"] = exceeded
         result["limit_message"] = f"the command was stopped by its {exceeded} limit"
@@ -148,21 +157,25 @@ def _apply_rlimits(rlimits: list[tuple[int, int, int]], lock: Any) -> None:
 
 
 def _limit_exceeded(
-    exit_code: int, timed_out: bool, cpu_s: float, cpu_limit: int | None
+    exit_code: int, timed_out: bool, cpu_s: float, stderr: str, limits: dict[str, int | None]
 ) -> str | None:
     """Which limit ended the command, from how it died.
 
     SIGXCPU and SIGXFSZ name theirs (as the shell's own signal or its 128+N
     exit); a SIGKILL counts as the CPU cap only when the command's processes
-    used that much CPU, so the OOM killer or a timeout is not mistaken for it.
+    used that much CPU, so the OOM killer or a timeout is not mistaken for it;
+    a failed exit whose stderr reports a refused allocation counts as memory.
     """
-    if timed_out or exit_code <= 128:
+    if timed_out or exit_code == 0:
         return None
-    sig = exit_code - 128
+    sig = exit_code - 128 if exit_code > 128 else 0
     if sig in SIGNAL_LIMITS:
         return SIGNAL_LIMITS[signal.Signals(sig)]
+    cpu_limit = limits.get("cpu_s")
     if sig == signal.SIGKILL and cpu_limit is not None and cpu_s >= cpu_limit:
         return "cpu_time"
+    if limits.get("memory_bytes") and any(marker in stderr for marker in ALLOCATION_FAILURES):
+        return "memory"
     return None
 
 
