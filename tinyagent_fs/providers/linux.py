@@ -260,6 +260,7 @@ class LinuxSandboxProvider(Provider):
             landlock_abi=landlock.get("abi"),
             protected_paths=self.report.get("protection", {}).get("mode"),
             worker_pid=self.worker_pid,
+            process_limit="pids-cgroup" if self._slot.cgroup is not None else "rlimit",
         )
         return info
 
@@ -398,4 +399,3 @@ def _note_limit(result: Any, limit: str, value: int) -> None:
     if isinstance(result, dict) and not result.get("limit_exceeded"):
         result["limit_exceeded"] = limit
         result["limit_message"] = f"the command hit the {limit} limit ({value})"
-

@@ -15,10 +15,11 @@ socket and nothing else. The order matters and is the point of this module:
    that is reported as SANDBOX_FAILURE and the worker exits before serving.
 
 Every request is ``{"op", "args"}``; every answer ``{"ok": value}`` or
-``{"error": {...}}``. When the parent closes the socket the worker kills what
-commands left in its Landlock domain (signals are scoped to it) and exits. A
-worker that is itself SIGKILLed cannot do that: what its command was running
-finishes on its own, still inside the same walls.
+``{"error": {...}}``. After every command, and when the parent closes the
+socket, the worker kills and reaps what commands left in its Landlock domain
+(signals are scoped to it; see ``sandbox.leftovers``). A worker that is itself
+SIGKILLed cannot do that; the toolkit then kills what is left in the worker's
+pids cgroup, where one could be made.
 """
 
 from __future__ import annotations
