@@ -354,3 +354,59 @@ async def test_a_command_cannot_set_its_limits_again(tmp_path: Path) -> None:
     finally:
         await provider.close()
     assert result["stdout"].split() == ["cpu-refused", "fsize-refused", "nofile-ok", "51"], result
+
+
+TOOLKIT = """\
+import asyncio, sys
+from pathlib import Path
+from tinyagent_fs.policy import SandboxPolicy
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
+
+async def main():
+    root = Path(sys.argv[1])
+    provider = LinuxSandboxProvider(root, SandboxPolicy())
+    await provider.call("stat_path", path=str(root))
+    print(provider.worker_pid, provider._slot.cgroup.path, flush=True)
+    await provider.call("run_command", command=sys.argv[2], workdir=str(root), timeout_s=30)
+
+asyncio.run(main())
+"""
+"""A toolkit that starts a worker, reports it, runs one command and exits without close()."""
+
+
+@pytest.mark.parametrize("ending", ["exit", "sigkill"])
+async def test_nothing_stays_after_the_toolkit_ends(tmp_path: Path, ending: str) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    command = "setsid sleep 300 >/dev/null 2>&1 & echo $! > pid.txt; sleep 2"
+    toolkit = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        TOOLKIT,
+        str(root),
+        command,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    assert toolkit.stdout is not None
+    worker, cgroup = (await toolkit.stdout.readline()).decode().split()
+    pid_file = root / "pid.txt"
+    deadline = time.monotonic() + 10
+    while not pid_file.exists() or not pid_file.read_text().strip():
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    leftover = int(pid_file.read_text())
+    if ending == "sigkill":
+        toolkit.kill()
+    assert await toolkit.wait() == (-signal.SIGKILL if ending == "sigkill" else 0)
+    deadline = time.monotonic() + 10
+    while not (_dead(leftover) and _dead(int(worker))) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert _dead(leftover) and _dead(int(worker))
+    if ending == "exit":
+        assert not Path(cgroup).exists()
+    else:
+        provider = await _limited(tmp_path)
+        await _command(provider, "true", 10)
+        await provider.close()
+        assert not Path(cgroup).exists(), "a dead toolkit's empty cgroup was not cleaned up"

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 CGROUP_MOUNTS = ("/sys/fs/cgroup/pids", "/sys/fs/cgroup/unified", "/sys/fs/cgroup")
+GROUP_PREFIX = "tinyagent-fs-"
+"""Followed by the toolkit's pid: a group whose toolkit is gone can be cleaned up."""
 _sequence = itertools.count()
 
 
@@ -35,7 +37,8 @@ class PidsCgroup:
             base = Path(mount)
             if not _has_pids_controller(base):
                 continue
-            path = base / f"tinyagent-fs-{os.getpid()}-{next(_sequence)}"
+            _remove_orphaned_groups(base)
+            path = base / f"{GROUP_PREFIX}{os.getpid()}-{next(_sequence)}"
             try:
                 path.mkdir()
                 (path / "pids.max").write_text(str(max_processes))
@@ -74,6 +77,15 @@ class PidsCgroup:
             time.sleep(0.01)
         with contextlib.suppress(OSError):
             self.path.rmdir()
+
+
+def _remove_orphaned_groups(base: Path) -> None:
+    """Delete empty groups of toolkits that died without releasing them (SIGKILL, a crash)."""
+    for group in base.glob(f"{GROUP_PREFIX}*"):
+        owner = group.name[len(GROUP_PREFIX) :].split("-")[0]
+        if owner.isdigit() and not Path(f"/proc/{owner}").exists():
+            with contextlib.suppress(OSError):
+                group.rmdir()
 
 
 def _has_pids_controller(base: Path) -> bool:
