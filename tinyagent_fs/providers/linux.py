@@ -61,7 +61,10 @@ EXIT_WAIT_S = 0.5
 QUICK_OPS = frozenset({"read_bytes", "stat_path"})
 QUICK_TIMEOUT_S = 30.0
 INLINE_WAIT_S = 0.002
-"""The longest a quick call may hold the event loop waiting for its answer."""
+"""The longest a quick call may hold the event loop waiting for its answer to start."""
+INLINE_STREAM_S = 0.25
+"""The longest the loop reads a large answer that has started to arrive; a
+worker that stops mid-answer is replaced after that, never waited out."""
 STALL_CHECK_S = 0.1
 """How often a pending reply checks that the worker is not stopped."""
 
@@ -131,11 +134,12 @@ class LinuxSandboxProvider(Provider):
 
         A stat or a small read is a ~50 µs round trip, less than the hop to a
         thread and back; the in-process provider blocks the loop for the same
-        work. The loop waits at most ``INLINE_WAIT_S`` and reads the answer
-        only when all of it has arrived; otherwise the wait, with its deadline
-        and stall checks, moves to the thread, so a stopped or slow worker
-        never holds the loop. Starting the worker, commands, searches and
-        commits never run on the loop.
+        work. The loop waits at most ``INLINE_WAIT_S`` for the answer to
+        start, and reads a large one for at most ``INLINE_STREAM_S``; an answer
+        that has not started is awaited on the thread, with its deadline and
+        stall checks, so a stopped or slow worker never holds the loop for
+        long. Starting the worker, commands, searches and commits never run
+        on the loop.
         """
         loop = asyncio.get_running_loop()
         if op in QUICK_OPS and self._worker_alive() and self._lock.acquire(blocking=False):
@@ -143,8 +147,10 @@ class LinuxSandboxProvider(Provider):
             try:
                 deadline = time.monotonic() + min(self.call_timeout_s, QUICK_TIMEOUT_S)
                 sock = self._send(op, kwargs, self._slot.sock)
-                if wire.frame_ready(sock, INLINE_WAIT_S):
-                    return self._finish(op, deadline, queued=True)
+                arrival = wire.frame_arrival(sock, INLINE_WAIT_S)
+                if arrival is not None:
+                    limit = time.monotonic() + INLINE_STREAM_S if arrival == "arriving" else None
+                    return self._finish(op, limit, arrived=True)
                 handed_over = True
                 finish = self._finish_and_unlock
                 return await loop.run_in_executor(self._thread(), finish, op, deadline)
@@ -187,15 +193,20 @@ class LinuxSandboxProvider(Provider):
             raise self._worker_lost(op, str(exc)) from None
         return sock
 
-    def _finish(self, op: str, deadline: float, *, queued: bool = False) -> Any:
+    def _finish(self, op: str, deadline: float | None, *, arrived: bool = False) -> Any:
         """The reply to the request just sent, by ``deadline``; the caller holds the lock.
 
-        ``queued``: the whole frame is already on the socket, so it is read at once.
+        ``arrived``: the reply has begun to arrive; it is read at once, by
+        ``deadline`` if one is given (a stall mid-frame then replaces the worker).
         """
         sock = self._slot.sock
         assert sock is not None
         try:
-            reply = wire.recv_message(sock) if queued else self._await_reply(deadline)
+            if arrived:
+                reply = wire.recv_message(sock, deadline)
+            else:
+                assert deadline is not None
+                reply = self._await_reply(deadline)
         except WorkerStalled:
             raise self._worker_lost(op, "it is stopped (SIGSTOP)", stalled=True) from None
         except wire.WireError as exc:

@@ -117,21 +117,27 @@ def recv_message(sock: socket.socket, deadline: float | None = None) -> Any:
     return decode(header, _recv_blob_area(sock, blob_len, deadline) if blob_len else b"")
 
 
-def frame_ready(sock: socket.socket, seconds: float) -> bool:
-    """Whether a whole frame is queued on ``sock`` within ``seconds``: reading it cannot block."""
+def frame_arrival(sock: socket.socket, seconds: float) -> str | None:
+    """How much of the next frame is on ``sock`` after waiting up to ``seconds`` for it.
+
+    ``"queued"``: all of it, so reading cannot block; ``"arriving"``: its
+    prefix, the peer is sending the rest (a large blob does not fit in the
+    socket buffer); None: nothing yet.
+    """
     ready, _, _ = select.select([sock], [], [], seconds)
     if not ready:
-        return False
+        return None
     try:
         prefix = sock.recv(PREFIX.size, socket.MSG_PEEK | socket.MSG_DONTWAIT)
     except OSError:
-        return False
+        return None
     if len(prefix) < PREFIX.size:
-        return False
+        return None
     header_len, blob_len = PREFIX.unpack(prefix)
     queued = bytearray(4)
     fcntl.ioctl(sock.fileno(), termios.FIONREAD, queued)
-    return int.from_bytes(queued, sys.byteorder) >= PREFIX.size + header_len + blob_len
+    whole = int.from_bytes(queued, sys.byteorder) >= PREFIX.size + header_len + blob_len
+    return "queued" if whole else "arriving"
 
 
 def _recv_blob_area(sock: socket.socket, size: int, deadline: float | None) -> bytes:
