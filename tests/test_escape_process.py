@@ -159,17 +159,18 @@ async def test_commands_cannot_change_the_toolkits_resource_limits(sandbox: Sand
 async def test_commands_cannot_renice_or_pin_the_toolkit(sandbox: Sandbox) -> None:
     toolkit = os.getpid()
     nice_before = os.getpriority(os.PRIO_PROCESS, toolkit)
+    target = 18 if nice_before == 19 else 19
     affinity_before = os.sched_getaffinity(toolkit)
     result = await sandbox.run(
-        f"renice -n 19 -p {toolkit}; renice -n 19 -u root; taskset -p 1 {toolkit}"
+        f"renice -n {target} -p {toolkit}; renice -n {target} -u root; taskset -p 1 {toolkit}"
     )
     assert result["exit_code"] != 0
     script = (
         "import os\n"
         "for name, call in [\n"
-        f"    ('user', lambda: os.setpriority(os.PRIO_USER, 0, 19)),\n"
-        f"    ('pgrp', lambda: os.setpriority(os.PRIO_PGRP, 0, 19)),\n"
-        f"    ('pid', lambda: os.setpriority(os.PRIO_PROCESS, {toolkit}, 19)),\n"
+        f"    ('user', lambda: os.setpriority(os.PRIO_USER, 0, {target})),\n"
+        f"    ('pgrp', lambda: os.setpriority(os.PRIO_PGRP, 0, {target})),\n"
+        f"    ('pid', lambda: os.setpriority(os.PRIO_PROCESS, {toolkit}, {target})),\n"
         f"    ('affinity', lambda: os.sched_setaffinity({toolkit}, {{0}})),\n"
         "]:\n"
         "    try:\n"
@@ -177,14 +178,14 @@ async def test_commands_cannot_renice_or_pin_the_toolkit(sandbox: Sandbox) -> No
         "        print(name, 'changed')\n"
         "    except OSError:\n"
         "        print(name, 'refused')\n"
-        "os.setpriority(os.PRIO_PROCESS, 0, 5)\n"
+        "os.setpriority(os.PRIO_PROCESS, 0, 19)\n"
         "print('self', os.getpriority(os.PRIO_PROCESS, 0))\n"
     )
     (sandbox.root / "nice.py").write_text(script)
     result = await sandbox.run(f"{sys.executable} -I nice.py")
     lines = result["stdout"].splitlines()
     assert lines[:4] == ["user refused", "pgrp refused", "pid refused", "affinity refused"], result
-    assert lines[4] == "self 5", result
+    assert lines[4] == "self 19", result
     assert os.getpriority(os.PRIO_PROCESS, toolkit) == nice_before
     assert os.sched_getaffinity(toolkit) == affinity_before
 
@@ -410,3 +411,18 @@ async def test_nothing_stays_after_the_toolkit_ends(tmp_path: Path, ending: str)
         await _command(provider, "true", 10)
         await provider.close()
         assert not Path(cgroup).exists(), "a dead toolkit's empty cgroup was not cleaned up"
+
+
+async def test_commands_may_still_tune_themselves(sandbox: Sandbox) -> None:
+    result = await sandbox.run(
+        "echo base $(nice); nice -n 5 sh -c 'echo nice $(nice)'; ionice -c 3 echo ionice-ok;"
+        " taskset -c 0 echo taskset-ok; ulimit -n 100 && echo nofile-ok"
+    )
+    base = int(result["stdout"].split()[1])
+    assert result["stderr"] == "", result
+    assert result["stdout"].split("\n")[1:5] == [
+        f"nice {min(base + 5, 19)}",
+        "ionice-ok",
+        "taskset-ok",
+        "nofile-ok",
+    ], result
