@@ -21,7 +21,6 @@ import select
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -40,21 +39,6 @@ from . import wire, worker_launch
 from .base import Provider
 from .worker_slot import WorkerSlot
 
-SYSTEM_READ_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-SYSTEM_READ_FILES = (
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/timezone",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/nsswitch.conf",
-    "/etc/gitconfig",
-    "/etc/mime.types",
-    "/etc/locale.alias",
-)
-"""What the interpreter, the shell and common tools read; no other part of /etc."""
 COMMAND_MARGIN_S = 5.0
 EXIT_WAIT_S = 0.5
 """How long a worker whose socket closed gets to be reaped, to tell a crash from a stall."""
@@ -110,7 +94,7 @@ class LinuxSandboxProvider(Provider):
         self._protect = _unique(str(Path(p).resolve()) for p in writable)
         self._readable = (
             _unique(str(Path(p).resolve()) for p in [*policy.extra_read_dirs, *read_roots])
-            + _interpreter_paths()
+            + worker_launch.readable_paths()
         )
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
@@ -390,15 +374,6 @@ def _tool_error(payload: Any) -> ToolError:
         security_violation=violation if isinstance(violation, bool) else None,
         details=details if isinstance(details, dict) else None,
     )
-
-
-def _interpreter_paths() -> list[str]:
-    """Read-only paths the worker and ordinary commands need to start and run."""
-    paths = [*SYSTEM_READ_DIRS, *SYSTEM_READ_FILES]
-    paths += [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
-    paths.append(worker_launch.package_dir())
-    paths += worker_launch.dependency_dirs()
-    return _unique(os.path.realpath(p) for p in paths if os.path.exists(p))
 
 
 def _unique(paths: Any) -> list[str]:

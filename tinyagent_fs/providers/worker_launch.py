@@ -1,4 +1,4 @@
-"""What the sandbox worker runs: interpreter, import path, and proof none of it is writable.
+"""What the sandbox worker runs and reads: interpreter, import path, system files; none writable.
 
 The worker imports code before it confines itself, so anything on its import
 path that a command could have written would run unconfined in the next worker
@@ -24,6 +24,21 @@ from pathlib import Path
 
 from ..errors import ErrorCode, ToolError
 
+SYSTEM_READ_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+SYSTEM_READ_FILES = (
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/nsswitch.conf",
+    "/etc/gitconfig",
+    "/etc/mime.types",
+    "/etc/locale.alias",
+)
+"""What the interpreter, the shell and common tools read; no other part of /etc."""
 WORKER_DEPENDENCIES = ("pyseccomp", "pathspec", "charset_normalizer")
 """Third-party modules the worker's primitives import; they import only the stdlib."""
 
@@ -65,6 +80,14 @@ def dependency_dirs() -> list[str]:
 
 def worker_argv(fd: int) -> list[str]:
     return [interpreter(), "-I", "-S", "-c", BOOTSTRAP, str(fd), package_dir(), *dependency_dirs()]
+
+
+def readable_paths() -> list[str]:
+    """Read-only paths the worker and ordinary commands need to start and run."""
+    paths = [*SYSTEM_READ_DIRS, *SYSTEM_READ_FILES]
+    paths += [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
+    paths += [package_dir(), *dependency_dirs()]
+    return list(dict.fromkeys(os.path.realpath(p) for p in paths if os.path.exists(p)))
 
 
 def trusted_paths() -> list[str]:
