@@ -1,4 +1,4 @@
-"""What the sandbox worker runs and reads: interpreter, import path, system files; none writable.
+"""What the sandbox worker runs and reads, and proof that what it runs is not writable.
 
 The worker imports code before it confines itself, so anything on its import
 path that a command could have written would run unconfined in the next worker
