@@ -83,6 +83,11 @@ def served_pid(provider: LinuxSandboxProvider) -> int:
     """
     outer = provider.worker_pid
     assert outer is not None, "the worker is not running"
+    return served_pid_of(outer)
+
+
+def served_pid_of(outer: int) -> int:
+    """The serving child of the worker process ``outer`` (host pid)."""
     children = [pid for pid in _host_pids() if _parent_of(pid) == outer]
     assert len(children) == 1, children
     return children[0]
@@ -90,7 +95,12 @@ def served_pid(provider: LinuxSandboxProvider) -> int:
 
 def namespace_pids(provider: LinuxSandboxProvider) -> list[int]:
     """Host pids of every live process in the worker's PID namespace, the worker included."""
-    namespace = os.readlink(f"/proc/{served_pid(provider)}/ns/pid")
+    return namespace_pids_of(served_pid(provider))
+
+
+def namespace_pids_of(served: int) -> list[int]:
+    """Host pids of every live process in the PID namespace of the host pid ``served``."""
+    namespace = os.readlink(f"/proc/{served}/ns/pid")
     found = []
     for pid in _host_pids():
         try:

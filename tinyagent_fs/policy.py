@@ -53,4 +53,12 @@ class SandboxPolicy:
     max_requests_per_round: int = 500
     max_bytes_per_round: int = 200 * 1024 * 1024
     require_kernel_sandbox: bool = False
+    max_command_processes: int = 512
+    """Processes and threads a sandbox's commands may have at once (pids cgroup or RLIMIT_NPROC)."""
+    max_command_memory_bytes: int = 8 * 1024**3
+    """Address space of each command process (RLIMIT_AS)."""
+    max_command_file_bytes: int = 4 * 1024**3
+    """Largest file a command may write (RLIMIT_FSIZE)."""
+    max_command_cpu_s: int = 600
+    """CPU seconds per command process (RLIMIT_CPU: SIGXCPU, then SIGKILL a second later)."""
     extra_writable_dirs: tuple[Path, ...] = field(default=())

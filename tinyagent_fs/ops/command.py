@@ -10,17 +10,25 @@ The command runs in its own session (process group). When it times out the
 whole group gets SIGTERM, then SIGKILL after a grace period; when it exits,
 whatever it left running in the group is killed too, so a command cannot leave
 a server or a watcher behind.
+
+``limits`` become the command's rlimits (soft and hard, set in the child
+before exec): CPU seconds, address space, file size, processes. A seccomp
+filter then keeps the command from setting those resources again (root could
+raise a hard limit). A command stopped by one says so in ``limit_exceeded``
+and ``limit_message``.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import resource
 import selectors
 import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
@@ -32,6 +40,24 @@ DRAIN_AFTER_EXIT_S = 0.2
 POLL_S = 0.05
 """How often the exit of the shell is checked while a background child holds a pipe."""
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+RLIMITS = {
+    "cpu_s": resource.RLIMIT_CPU,
+    "memory_bytes": resource.RLIMIT_AS,
+    "file_bytes": resource.RLIMIT_FSIZE,
+    "processes": resource.RLIMIT_NPROC,
+}
+CPU_HARD_MARGIN_S = 1
+"""SIGXCPU at the soft CPU limit, SIGKILL this much later for a command that ignores it."""
+SIGNAL_LIMITS = {signal.SIGXCPU: "cpu_time", signal.SIGXFSZ: "file_size"}
+ALLOCATION_FAILURES = (
+    "MemoryError",
+    "Cannot allocate memory",
+    "std::bad_alloc",
+    "out of memory",
+    "JavaScript heap out of memory",
+)
+"""How common runtimes report a refused allocation: RLIMIT_AS sends no signal,
+so an address-space limit shows only as one of these in stderr."""
 
 
 def run_command(
@@ -42,6 +68,7 @@ def run_command(
     max_output_bytes: int = 8192,
     max_output_lines: int = 200,
     home: str | None = None,
+    limits: dict[str, int | None] | None = None,
 ) -> dict[str, Any]:
     """Run ``command`` with ``/bin/bash -c`` (``/bin/sh`` without bash) in ``workdir``.
 
@@ -54,8 +81,10 @@ def run_command(
     tools do not go looking for the person's dotfiles.
     """
     _check_arguments(command, workdir, timeout_s, env, max_output_bytes, max_output_lines)
+    rlimits = _rlimits(limits or {})
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     started = time.monotonic()
+    cpu_before = _children_cpu_s()
     try:
         process = subprocess.Popen(
             [shell, "-c", command],
@@ -66,6 +95,7 @@ def run_command(
             stderr=subprocess.PIPE,
             close_fds=True,
             start_new_session=True,
+            preexec_fn=partial(_apply_rlimits, rlimits, _limit_lock(rlimits)) if rlimits else None,
         )
     except OSError as exc:
         raise ToolError(ErrorCode.IO_ERROR, f"cannot start {shell}: {exc.strerror}") from None
@@ -75,8 +105,9 @@ def run_command(
     returncode = process.wait()
     out_text, out_cut = stdout.render("stdout", max_output_lines)
     err_text, err_cut = stderr.render("stderr", max_output_lines)
-    return {
-        "exit_code": 128 - returncode if returncode < 0 else returncode,
+    exit_code = 128 - returncode if returncode < 0 else returncode
+    result = {
+        "exit_code": exit_code,
         "stdout": out_text,
         "stderr": err_text,
         "duration_ms": round((time.monotonic() - started) * 1000, 1),
@@ -84,6 +115,73 @@ def run_command(
         "stdout_truncated": out_cut,
         "stderr_truncated": err_cut,
     }
+    cpu_s = _children_cpu_s() - cpu_before
+    exceeded = _limit_exceeded(exit_code, timed_out, cpu_s, err_text, limits or {})
+    if exceeded:
+        result["limit_exceeded"] = exceeded
+        result["limit_message"] = f"the command was stopped by its {exceeded} limit"
+    return result
+
+
+def _rlimits(limits: dict[str, int | None]) -> list[tuple[int, int, int]]:
+    """(resource, soft, hard) for every limit given; an unknown or bad one is INVALID_ARGUMENT."""
+    rlimits = []
+    for name, value in limits.items():
+        if name not in RLIMITS:
+            raise ToolError(ErrorCode.INVALID_ARGUMENT, f"unknown command limit {name!r}")
+        if value is None:
+            continue
+        if type(value) is not int or value < 1:
+            raise ToolError(ErrorCode.INVALID_ARGUMENT, f"limit {name} must be a positive int")
+        hard = value + CPU_HARD_MARGIN_S if name == "cpu_s" else value
+        rlimits.append((RLIMITS[name], value, hard))
+    return rlimits
+
+
+def _limit_lock(rlimits: list[tuple[int, int, int]]) -> Any:
+    """The filter that freezes these limits, built before the fork (pyseccomp is loaded lazily:
+    importing it runs ldconfig, which a toolkit that never limits a command should not pay)."""
+    from ..sandbox.seccomp_filter import limit_lock
+
+    return limit_lock([which for which, _, _ in rlimits])
+
+
+def _apply_rlimits(rlimits: list[tuple[int, int, int]], lock: Any) -> None:
+    """In the child, before exec: lower soft and hard limits, then forbid setting them again."""
+    for which, soft, hard in rlimits:
+        current_hard = resource.getrlimit(which)[1]
+        if current_hard != resource.RLIM_INFINITY:
+            hard = min(hard, current_hard)
+        resource.setrlimit(which, (min(soft, hard), hard))
+    lock.load()
+
+
+def _limit_exceeded(
+    exit_code: int, timed_out: bool, cpu_s: float, stderr: str, limits: dict[str, int | None]
+) -> str | None:
+    """Which limit ended the command, from how it died.
+
+    SIGXCPU and SIGXFSZ name theirs (as the shell's own signal or its 128+N
+    exit); a SIGKILL counts as the CPU cap only when the command's processes
+    used that much CPU, so the OOM killer or a timeout is not mistaken for it;
+    a failed exit whose stderr reports a refused allocation counts as memory.
+    """
+    if timed_out or exit_code == 0:
+        return None
+    sig = exit_code - 128 if exit_code > 128 else 0
+    if sig in SIGNAL_LIMITS:
+        return SIGNAL_LIMITS[signal.Signals(sig)]
+    cpu_limit = limits.get("cpu_s")
+    if sig == signal.SIGKILL and cpu_limit is not None and cpu_s >= cpu_limit:
+        return "cpu_time"
+    if limits.get("memory_bytes") and any(marker in stderr for marker in ALLOCATION_FAILURES):
+        return "memory"
+    return None
+
+
+def _children_cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 class _Capture:

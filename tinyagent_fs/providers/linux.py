@@ -3,24 +3,24 @@
 The worker is started on first use and kept; every call is one request and one
 answer over a socketpair (see ``wire``), serialized by a lock. Calls run on a
 thread of the provider's own, so any event loop (or a plain thread) may call;
-only a stat or a read on an idle, running worker is answered inline, as the
-in-process provider would. The toolkit process itself is never restricted.
+only a stat or a read on an idle, running worker is sent from the loop, and
+its answer read there only if it is complete within ``INLINE_WAIT_S``; any
+longer wait moves to the thread. The toolkit process itself is never restricted.
 
-A worker that dies, stalls past its deadline, or answers with something that
-is not a frame is killed; the call in flight gets SANDBOX_FAILURE, and the next
-call starts a fresh worker.
+Every request has a deadline. A worker that dies, is stopped (SIGSTOP), stalls
+past its deadline, or answers with something that is not a frame is killed;
+the call in flight gets SANDBOX_FAILURE, and the next call starts a fresh worker.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import importlib.util
 import os
+import select
 import shutil
 import socket
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -33,48 +33,28 @@ from typing import Any
 from ..errors import ErrorCode, ToolError
 from ..ops.command import KILL_GRACE_S
 from ..policy import SandboxPolicy
+from ..sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
 from ..sandbox.probe import sandbox_support
-from . import wire
+from . import wire, worker_launch
 from .base import Provider
-
-SYSTEM_READ_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-SYSTEM_READ_FILES = (
-    "/etc/ld.so.cache",
-    "/etc/ld.so.conf",
-    "/etc/ld.so.conf.d",
-    "/etc/localtime",
-    "/etc/timezone",
-    "/etc/passwd",
-    "/etc/group",
-    "/etc/nsswitch.conf",
-    "/etc/gitconfig",
-    "/etc/mime.types",
-    "/etc/locale.alias",
-)
-"""What the interpreter, the shell and common tools read; no other part of /etc."""
-WORKER_DEPENDENCIES = ("pyseccomp", "pathspec", "charset_normalizer")
-
-BOOTSTRAP = """\
-import sys, types
-fd, package = int(sys.argv[1]), sys.argv[2]
-sys.path[:0] = sys.argv[3:]
-bare = types.ModuleType("tinyagent_fs")
-bare.__path__ = [package]
-sys.modules["tinyagent_fs"] = bare
-from tinyagent_fs.providers.worker import main
-main(fd)
-"""
-"""Loads ``tinyagent_fs`` as a bare package so the worker imports only the
-primitives, not the toolkit facade that the package's ``__init__`` pulls in."""
+from .worker_slot import WorkerSlot
 
 COMMAND_MARGIN_S = 5.0
 EXIT_WAIT_S = 0.5
 """How long a worker whose socket closed gets to be reaped, to tell a crash from a stall."""
-WORKER_STDERR_LOG = "worker-stderr.log"
-"""In the private TMPDIR: kept out of the toolkit's terminal (a tty in the
-worker's hands could be fed input) but there to explain a crash."""
 QUICK_OPS = frozenset({"read_bytes", "stat_path"})
 QUICK_TIMEOUT_S = 30.0
+INLINE_WAIT_S = 0.002
+"""The longest a quick call may hold the event loop waiting for its answer to start."""
+INLINE_STREAM_S = 0.25
+"""The longest the loop reads a large answer that has started to arrive; a
+worker that stops mid-answer is replaced after that, never waited out."""
+STALL_CHECK_S = 0.1
+"""How often a pending reply checks that the worker is not stopped."""
+
+
+class WorkerStalled(Exception):
+    """The worker is stopped and cannot answer; waiting out the deadline would not help."""
 
 
 class LinuxSandboxProvider(Provider):
@@ -114,11 +94,11 @@ class LinuxSandboxProvider(Provider):
         self._protect = _unique(str(Path(p).resolve()) for p in writable)
         self._readable = (
             _unique(str(Path(p).resolve()) for p in [*policy.extra_read_dirs, *read_roots])
-            + _interpreter_paths()
+            + worker_launch.readable_paths()
         )
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
-        self._slot = _WorkerSlot()
+        self._slot = WorkerSlot()
         self._finalizer = weakref.finalize(self, self._slot.release)
         self.report: dict[str, Any] = {}
         """What the current worker reported at start: Landlock ABI and sets, protection."""
@@ -134,18 +114,33 @@ class LinuxSandboxProvider(Provider):
         return process.pid if process is not None else None
 
     async def call(self, op: str, **kwargs: Any) -> Any:
-        """Quick primitives go inline when the worker is up and idle, the rest via a thread.
+        """Quick primitives go from the loop to an idle, running worker; the rest via a thread.
 
         A stat or a small read is a ~50 µs round trip, less than the hop to a
         thread and back; the in-process provider blocks the loop for the same
-        work. Starting the worker, commands, searches and commits never do.
+        work. The loop waits at most ``INLINE_WAIT_S`` for the answer to
+        start, and reads a large one for at most ``INLINE_STREAM_S``; an answer
+        that has not started is awaited on the thread, with its deadline and
+        stall checks, so a stopped or slow worker never holds the loop for
+        long. Starting the worker, commands, searches and commits never run
+        on the loop.
         """
-        if op in QUICK_OPS and self._worker_alive() and self._lock.acquire(blocking=False):
-            try:
-                return self._exchange(op, kwargs, min(self.call_timeout_s, QUICK_TIMEOUT_S))
-            finally:
-                self._lock.release()
         loop = asyncio.get_running_loop()
+        if op in QUICK_OPS and self._worker_alive() and self._lock.acquire(blocking=False):
+            handed_over = False
+            try:
+                deadline = time.monotonic() + min(self.call_timeout_s, QUICK_TIMEOUT_S)
+                sock = self._send(op, kwargs, self._slot.sock)
+                arrival = wire.frame_arrival(sock, INLINE_WAIT_S)
+                if arrival is not None:
+                    limit = time.monotonic() + INLINE_STREAM_S if arrival == "arriving" else None
+                    return self._finish(op, limit, arrived=True)
+                handed_over = True
+                finish = self._finish_and_unlock
+                return await loop.run_in_executor(self._thread(), finish, op, deadline)
+            finally:
+                if not handed_over:
+                    self._lock.release()
         return await loop.run_in_executor(self._thread(), self.call_sync, op, kwargs)
 
     def call_sync(self, op: str, kwargs: dict[str, Any]) -> Any:
@@ -153,19 +148,53 @@ class LinuxSandboxProvider(Provider):
         timeout = self.call_timeout_s
         if op == "run_command":
             timeout = float(kwargs.get("timeout_s", 0)) + KILL_GRACE_S + COMMAND_MARGIN_S
+            kwargs = {"limits": self._command_limits(), **kwargs}
         with self._lock:
-            return self._exchange(op, kwargs, timeout)
+            deadline = time.monotonic() + timeout
+            self._send(op, kwargs)
+            hits = self._slot.cgroup.limit_hits() if self._slot.cgroup else 0
+            result = self._finish(op, deadline)
+            if op == "run_command" and self._slot.cgroup and self._slot.cgroup.limit_hits() > hits:
+                _note_limit(result, "processes", self.policy.max_command_processes)
+            return result
 
-    def _exchange(self, op: str, kwargs: dict[str, Any], timeout: float) -> Any:
-        """One request and its reply; the caller holds the lock."""
-        sock = self._ensure_worker()
+    def _finish_and_unlock(self, op: str, deadline: float) -> Any:
+        try:
+            return self._finish(op, deadline)
+        finally:
+            self._lock.release()
+
+    def _send(
+        self, op: str, kwargs: dict[str, Any], sock: socket.socket | None = None
+    ) -> socket.socket:
+        """Send one request to ``sock``, or to a worker started now; the caller holds the lock."""
+        sock = sock or self._ensure_worker()
         try:
             wire.send_message(sock, {"op": op, "args": kwargs})
-            reply = wire.recv_message(sock, time.monotonic() + timeout)
         except TypeError as exc:
             raise ToolError(ErrorCode.INVALID_ARGUMENT, f"{op}: {exc}") from None
         except wire.WireError as exc:
             raise self._worker_lost(op, str(exc)) from None
+        return sock
+
+    def _finish(self, op: str, deadline: float | None, *, arrived: bool = False) -> Any:
+        """The reply to the request just sent, by ``deadline``; the caller holds the lock.
+
+        ``arrived``: the reply has begun to arrive; it is read at once, by
+        ``deadline`` if one is given (a stall mid-frame then replaces the worker).
+        """
+        sock = self._slot.sock
+        assert sock is not None
+        try:
+            if arrived:
+                reply = wire.recv_message(sock, deadline)
+            else:
+                assert deadline is not None
+                reply = self._await_reply(deadline)
+        except WorkerStalled:
+            raise self._worker_lost(op, "it is stopped (SIGSTOP)", stalled=True) from None
+        except wire.WireError as exc:
+            raise self._worker_lost(op, str(exc), stalled="timed out" in str(exc)) from None
         if not isinstance(reply, dict) or ("ok" not in reply and "error" not in reply):
             raise self._worker_lost(op, "it answered with something that is not a reply")
         if reply.get("restart") is True:
@@ -173,6 +202,33 @@ class LinuxSandboxProvider(Provider):
         if "error" in reply:
             raise _tool_error(reply["error"])
         return reply["ok"]
+
+    def _await_reply(self, deadline: float) -> Any:
+        """Wait for a frame in slices, checking between them that the worker is not stopped."""
+        sock = self._slot.sock
+        assert sock is not None
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise wire.WireError("timed out waiting for the peer")
+            ready, _, _ = select.select([sock], [], [], min(left, STALL_CHECK_S))
+            if ready:
+                return wire.recv_message(sock, deadline)
+            if self._slot.is_stopped():
+                raise WorkerStalled
+
+    def _command_limits(self) -> dict[str, int | None]:
+        """Per-command rlimits from the policy; processes by rlimit only without a pids cgroup."""
+        policy = self.policy
+        processes = None
+        if self._slot.cgroup is None:
+            processes = processes_of_this_user() + policy.max_command_processes
+        return {
+            "cpu_s": policy.max_command_cpu_s,
+            "memory_bytes": policy.max_command_memory_bytes,
+            "file_bytes": policy.max_command_file_bytes,
+            "processes": processes,
+        }
 
     async def close(self) -> None:
         """Stop the worker and drop the private TMPDIR; a later call starts afresh."""
@@ -199,6 +255,7 @@ class LinuxSandboxProvider(Provider):
             landlock_abi=landlock.get("abi"),
             protected_paths=self.report.get("protection", {}).get("mode"),
             worker_pid=self.worker_pid,
+            process_limit="pids-cgroup" if self._slot.cgroup is not None else "rlimit",
         )
         return info
 
@@ -214,29 +271,19 @@ class LinuxSandboxProvider(Provider):
         slot.stop()
         if slot.tmpdir is None:
             slot.tmpdir = tempfile.mkdtemp(prefix="tinyagent-fs-tmp-")
+        writable = [*self._protect, slot.tmpdir]
+        worker_launch.refuse_writable(worker_launch.trusted_paths(), writable, "its code at")
         parent_end, child_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        package = str(Path(__file__).resolve().parent.parent)
-        paths = [p for p in sys.path if p and os.path.isdir(p)]
-        log = open(slot.stderr_log(), "ab")  # noqa: SIM115 - the child keeps its own copy
         try:
             slot.process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-I",
-                    "-S",
-                    "-c",
-                    BOOTSTRAP,
-                    str(child_end.fileno()),
-                    package,
-                    *paths,
-                ],
+                worker_launch.worker_argv(child_end.fileno()),
                 pass_fds=(child_end.fileno(),),
                 close_fds=True,
                 env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"},
                 cwd=str(self.root),
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
-                stderr=log,
+                stderr=slot.stderr_log(),
                 start_new_session=True,
             )
         except OSError as exc:
@@ -246,14 +293,16 @@ class LinuxSandboxProvider(Provider):
             ) from None
         finally:
             child_end.close()
-            log.close()
         slot.sock = parent_end
+        slot.cgroup = PidsCgroup.create(self.policy.max_command_processes)
+        if slot.cgroup is not None:
+            slot.cgroup.add(slot.process.pid)
         canary_dir = tempfile.mkdtemp(prefix="tinyagent-fs-canary-")
         try:
             canary = os.path.join(canary_dir, "canary")
             Path(canary).write_bytes(b"must stay unreadable from the sandbox\n")
             config = {
-                "writable": [*self._protect, slot.tmpdir],
+                "writable": writable,
                 "readable": self._readable,
                 "protect": self._protect,
                 "denied": list(self.policy.denied_patterns),
@@ -272,15 +321,30 @@ class LinuxSandboxProvider(Provider):
             error = reply.get("error") if isinstance(reply, dict) else None
             raise _tool_error(error) if error else self._worker_lost("start-up", "bad greeting")
         self.report = reply["ok"]
+        modules = self.report.get("module_files")
+        if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
+            slot.stop()
+            raise self._worker_lost("start-up", "it did not list the modules it loaded")
+        try:
+            worker_launch.refuse_writable(modules, writable, "the worker loaded")
+        except ToolError:
+            slot.stop()
+            raise
         return parent_end
 
-    def _worker_lost(self, op: str, reason: str) -> ToolError:
+    def _worker_lost(self, op: str, reason: str, *, stalled: bool = False) -> ToolError:
+        """Kill and reap the worker (at once when it stalled) and describe what happened."""
         status = None
-        if self._slot.process is not None:
+        process = self._slot.process
+        if process is not None:
+            if stalled:
+                process.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
-                status = self._slot.process.wait(timeout=EXIT_WAIT_S)
-        self._slot.stop()
-        if status is not None and status < 0:
+                status = process.wait(timeout=EXIT_WAIT_S)
+        self._slot.stop(kill_now=stalled)
+        if stalled:
+            what = f"the sandbox worker stopped answering ({reason}) and was killed"
+        elif status is not None and status < 0:
             what = f"the sandbox worker was killed by signal {-status}"
         elif status is not None:
             what = f"the sandbox worker exited with status {status}"
@@ -292,53 +356,6 @@ class LinuxSandboxProvider(Provider):
             "retry the call once; if it fails again, report the failure",
             details={"op": op, "reason": reason, "worker_stderr": self._slot.stderr_tail()},
         )
-
-
-class _WorkerSlot:
-    """The worker, its socket and the private TMPDIR: what must not outlive the provider.
-
-    Kept apart from the provider so a finalizer can release it when a provider
-    is dropped without ``close()`` (a notebook kernel that just goes away).
-    """
-
-    def __init__(self) -> None:
-        self.process: subprocess.Popen[bytes] | None = None
-        self.sock: socket.socket | None = None
-        self.tmpdir: str | None = None
-
-    def stop(self) -> None:
-        """Close the socket (the worker then clears its sandbox and exits) and reap it."""
-        sock, process = self.sock, self.process
-        self.sock = self.process = None
-        if sock is not None:
-            sock.close()
-        if process is not None:
-            try:
-                process.wait(timeout=1.0)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-    def release(self) -> None:
-        self.stop()
-        if self.tmpdir is not None:
-            shutil.rmtree(self.tmpdir, ignore_errors=True)
-            self.tmpdir = None
-
-    def stderr_log(self) -> str:
-        assert self.tmpdir is not None
-        return os.path.join(self.tmpdir, WORKER_STDERR_LOG)
-
-    def stderr_tail(self) -> str:
-        """The end of what workers wrote to stderr: a traceback when one crashed."""
-        if self.tmpdir is None:
-            return ""
-        try:
-            with open(self.stderr_log(), "rb") as handle:
-                handle.seek(max(0, os.fstat(handle.fileno()).st_size - 2000))
-                return handle.read().decode("utf-8", "replace")
-        except OSError:
-            return ""
 
 
 def _tool_error(payload: Any) -> ToolError:
@@ -360,18 +377,12 @@ def _tool_error(payload: Any) -> ToolError:
     )
 
 
-def _interpreter_paths() -> list[str]:
-    """Read-only paths the worker and ordinary commands need to start and run."""
-    paths = [*SYSTEM_READ_DIRS, *SYSTEM_READ_FILES]
-    paths += [sys.prefix, sys.exec_prefix, sys.base_prefix, sys.base_exec_prefix]
-    paths.append(str(Path(__file__).resolve().parent.parent))
-    for name in WORKER_DEPENDENCIES:
-        spec = importlib.util.find_spec(name)
-        if spec is not None and spec.origin:
-            origin = Path(spec.origin)
-            paths.append(str(origin.parent if spec.submodule_search_locations else origin))
-    return _unique(os.path.realpath(p) for p in paths if os.path.exists(p))
-
-
 def _unique(paths: Any) -> list[str]:
     return list(dict.fromkeys(paths))
+
+
+def _note_limit(result: Any, limit: str, value: int) -> None:
+    """Mark a command result as stopped by ``limit`` unless the worker already named one."""
+    if isinstance(result, dict) and not result.get("limit_exceeded"):
+        result["limit_exceeded"] = limit
+        result["limit_message"] = f"the command hit the {limit} limit ({value})"

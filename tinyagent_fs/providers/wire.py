@@ -12,9 +12,13 @@ capped before anything is allocated, and a malformed frame is a ``WireError``.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import select
 import socket
 import struct
+import sys
+import termios
 import time
 from collections.abc import Callable
 from functools import partial
@@ -111,6 +115,29 @@ def recv_message(sock: socket.socket, deadline: float | None = None) -> Any:
         raise WireError(f"frame of {header_len}+{blob_len} bytes is over the limit")
     header = bytes(_recv_exact(sock, header_len, deadline))
     return decode(header, _recv_blob_area(sock, blob_len, deadline) if blob_len else b"")
+
+
+def frame_arrival(sock: socket.socket, seconds: float) -> str | None:
+    """How much of the next frame is on ``sock`` after waiting up to ``seconds`` for it.
+
+    ``"queued"``: all of it, so reading cannot block; ``"arriving"``: its
+    prefix, the peer is sending the rest (a large blob does not fit in the
+    socket buffer); None: nothing yet.
+    """
+    ready, _, _ = select.select([sock], [], [], seconds)
+    if not ready:
+        return None
+    try:
+        prefix = sock.recv(PREFIX.size, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except OSError:
+        return None
+    if len(prefix) < PREFIX.size:
+        return None
+    header_len, blob_len = PREFIX.unpack(prefix)
+    queued = bytearray(4)
+    fcntl.ioctl(sock.fileno(), termios.FIONREAD, queued)
+    whole = int.from_bytes(queued, sys.byteorder) >= PREFIX.size + header_len + blob_len
+    return "queued" if whole else "arriving"
 
 
 def _recv_blob_area(sock: socket.socket, size: int, deadline: float | None) -> bytes:

@@ -47,7 +47,7 @@ from ..sandbox import (
     seccomp_filter,
     secret_masks,
 )
-from . import wire
+from . import wire, worker_launch
 
 
 class SelfCheckFailed(Exception):
@@ -59,8 +59,15 @@ def main(fd: int) -> None:
     sock.set_inheritable(False)
     config = wire.recv_message(sock)
     try:
+        worker_launch.refuse_writable(
+            worker_launch.loaded_module_files(), config["writable"], "the worker loaded"
+        )
         _enter_namespaces(sock)
         report = _confine(config)
+        report["module_files"] = worker_launch.loaded_module_files()
+    except ToolError as exc:
+        wire.send_message(sock, {"error": _tool_error(exc)})
+        os._exit(1)
     except Exception as exc:
         wire.send_message(sock, {"error": _failure(f"the sandbox could not be set up: {exc}")})
         os._exit(1)

@@ -14,6 +14,11 @@ to ABI 7 Landlock does not check ``connect()`` to a *pathname* UNIX socket, so
 an AF_UNIX ``socket()`` would reach any daemon listening outside the roots —
 ``/var/run/docker.sock`` is root on the host, a session bus can start programs.
 
+Other processes: a command may change limits, priority and scheduling of
+itself only (pid or ``who`` 0). As root it could otherwise set RLIMIT_FSIZE=0
+on the toolkit (whose audit log would stop growing), renice every process of
+root, or pin the toolkit to one CPU; Landlock does not look at any of these.
+
 Built with ``pyseccomp`` (ctypes over libseccomp): libseccomp resolves syscall
 names per architecture and adds the architecture and x32 checks a hand-written
 BPF program would have to get right by itself.
@@ -24,6 +29,8 @@ from __future__ import annotations
 import ctypes
 import errno
 import socket
+from collections.abc import Sequence
+from typing import Any
 
 import pyseccomp
 
@@ -101,6 +108,22 @@ NAMESPACE_CLONE_FLAGS = (
 )
 """clone() flags that would create namespaces; unshare and setns are refused as well."""
 
+SELF_ONLY_SYSCALLS: tuple[tuple[str, tuple[int, ...]], ...] = (
+    ("prlimit64", (0,)),
+    ("sched_setaffinity", (0,)),
+    ("sched_setscheduler", (0,)),
+    ("sched_setparam", (0,)),
+    ("sched_setattr", (0,)),
+    ("migrate_pages", (0,)),
+    ("move_pages", (0,)),
+    ("setpriority", (0, 1)),
+    ("getpriority", (0, 1)),
+)
+"""Syscalls refused unless every listed argument is 0 (the caller itself): for
+prlimit64 and the sched/page calls that is the pid; for set/getpriority both
+``which`` (PRIO_PROCESS) and ``who``."""
+IOPRIO_WHO_PROCESS = 1
+
 PR_GET_SECCOMP = 21
 SECCOMP_MODE_FILTER = 2
 
@@ -121,13 +144,49 @@ def install_filter() -> list[str]:
         rules.add_rule(deny, "clone", pyseccomp.Arg(0, pyseccomp.MASKED_EQ, flag, flag))
     rules.add_rule(pyseccomp.ERRNO(errno.ENOSYS), "clone3")
     skipped: list[str] = []
+    for name, self_args in SELF_ONLY_SYSCALLS:
+        for arg in self_args:
+            _add_or_skip(rules, deny, name, skipped, pyseccomp.Arg(arg, pyseccomp.NE, 0))
+    _add_or_skip(
+        rules, deny, "ioprio_set", skipped, pyseccomp.Arg(0, pyseccomp.NE, IOPRIO_WHO_PROCESS)
+    )
+    _add_or_skip(rules, deny, "ioprio_set", skipped, pyseccomp.Arg(1, pyseccomp.NE, 0))
     for name in DENIED_SYSCALLS:
-        try:
-            rules.add_rule(deny, name)
-        except (OSError, ValueError):
-            skipped.append(name)
+        _add_or_skip(rules, deny, name, skipped)
     rules.load()
-    return skipped
+    return list(dict.fromkeys(skipped))
+
+
+def _add_or_skip(
+    rules: pyseccomp.SyscallFilter, action: Any, name: str, skipped: list[str], *args: Any
+) -> None:
+    """Add one rule; a syscall this libseccomp or architecture does not know is noted, not fatal."""
+    try:
+        rules.add_rule(action, name, *args)
+    except (OSError, ValueError):
+        skipped.append(name)
+
+
+def limit_lock(resources: Sequence[int]) -> pyseccomp.SyscallFilter:
+    """A second filter, for a command's child before exec: ``resources`` can no longer be set.
+
+    Lowering a limit needs no privilege, raising a hard one CAP_SYS_RESOURCE,
+    which root outside a user namespace holds; so once the worker has set a
+    command's limits, setrlimit and prlimit64 with a new value for those
+    resources answer EPERM, lowering included. Reading them still works, and
+    so does every other resource (``ulimit -n``, ``ulimit -c``).
+    """
+    deny = pyseccomp.ERRNO(errno.EPERM)
+    rules = pyseccomp.SyscallFilter(pyseccomp.ALLOW)
+    for which in resources:
+        rules.add_rule(deny, "setrlimit", pyseccomp.Arg(0, pyseccomp.EQ, which))
+        rules.add_rule(
+            deny,
+            "prlimit64",
+            pyseccomp.Arg(1, pyseccomp.EQ, which),
+            pyseccomp.Arg(2, pyseccomp.NE, 0),
+        )
+    return rules
 
 
 def filter_mode() -> int:
