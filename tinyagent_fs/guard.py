@@ -36,10 +36,15 @@ from pathlib import Path
 
 import pathspec
 
+from tinyagent_fs.config_file import (
+    MAX_CONFIG_FILE_BYTES,
+    UnsafeConfigFile,
+    config_lines,
+    read_config_file,
+)
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.policy import IGNORE_FILE_NAME, SandboxPolicy
 
-_MAX_IGNORE_FILE_BYTES = 1024 * 1024
 _SHOWN_PATH_CHARS = 200
 _NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
 
@@ -55,19 +60,22 @@ class _PatternSet:
     path prefix, and a denied parent directory cannot be re-included, as in git.
     """
 
-    def __init__(self, lines: Iterable[str], source: str) -> None:
+    def __init__(self, lines: Iterable[str], source: str, *, quote: bool = True) -> None:
         self.source = source
         self._patterns: list[tuple[str, re.Pattern[str], bool]] = []
-        for line in lines:
+        for number, line in enumerate(lines, 1):
             text = line.rstrip("\r\n")
             if not text.strip():
                 continue
             try:
                 compiled = pathspec.GitIgnoreSpec.from_lines([text]).patterns
-            except ValueError as exc:
+            except (ValueError, re.error) as exc:
+                # A file in the root may hold anything (a command can write it), so its
+                # content is never quoted back: only the line number is.
+                shown = f"{text!r} in {source}: {exc}" if quote else f"on line {number} of {source}"
                 raise ToolError(
                     ErrorCode.INVALID_ARGUMENT,
-                    f"Invalid pattern {text!r} in {source}: {exc}",
+                    f"Invalid pattern {shown}",
                     "Fix the pattern (gitignore syntax); paths stay refused until it is valid.",
                 ) from exc
             for pattern in compiled:
@@ -333,8 +341,14 @@ class PathGuard:
         granularity can hide two quick edits.
         """
         try:
-            st = os.stat(self._ignore_path)
-            key: tuple[int, ...] | None = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+            st = os.lstat(self._ignore_path)
+            key: tuple[int, ...] | None = (
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_size,
+                st.st_ino,
+                st.st_mode,
+            )
         except OSError:
             key = None
         cached_key, cached = self._ignore
@@ -343,12 +357,16 @@ class PathGuard:
         lines: list[str] = []
         if key is not None:
             try:
-                with open(self._ignore_path, "rb") as handle:
-                    data = handle.read(_MAX_IGNORE_FILE_BYTES)
-            except OSError:
-                data = b""
-            lines = data.decode("utf-8", "replace").splitlines()
-        patterns = _PatternSet(lines, IGNORE_FILE_NAME)
+                data = read_config_file(self._ignore_path)
+            except UnsafeConfigFile as exc:
+                raise ToolError(
+                    ErrorCode.PERMISSION_DENIED,
+                    f"{IGNORE_FILE_NAME} in the root is not read: {exc}.",
+                    f"Paths stay refused until {IGNORE_FILE_NAME} is a regular file under "
+                    f"{MAX_CONFIG_FILE_BYTES} bytes (or is removed).",
+                ) from exc
+            lines = config_lines(data or b"")
+        patterns = _PatternSet(lines, IGNORE_FILE_NAME, quote=False)
         self._ignore = (key, patterns)
         return patterns
 

@@ -1,0 +1,180 @@
+"""Attacks on the guard, the ignore files, the undo journal, globs and previews.
+
+Each test performs the attack through the toolkit and fails if the hole reopens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from tinyagent_fs import FileTools
+from tinyagent_fs.ops.glob_match import GlobMatcher
+from tinyagent_fs.ops.search import grep
+from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS
+
+SECRET = "SECRET=1"
+
+
+# --- ignore files: a `!` line cannot lift a policy denial --------------------------------
+
+
+async def test_ignore_file_negation_cannot_lift_a_policy_denial(
+    fs: FileTools, project: Path
+) -> None:
+    (project / ".tinyagentignore").write_text("!.env\n!*.key\n")
+    (project / "server.key").write_text("KEYDATA\n")
+    denied = {".env", "server.key"}
+    grep = await fs.grep("SEC.ET=|KEYDAT.")
+    assert SECRET not in grep.text and "KEYDATA" not in grep.text
+    assert not denied & {m["path"] for m in grep.data["matches"]}
+    for pattern in (".env", "*", "*.key", "**/*", "{.env,server.key}"):
+        found = await fs.glob(pattern)
+        assert not denied & set(found.data.get("matches", [])), pattern
+    listing = await fs.list_directory(".")
+    assert not denied & {e["path"] for e in listing.data["entries"]}
+    for path in denied:
+        read = await fs.read_file(path)
+        assert read.error is not None and read.error.code == "DENIED_PATTERN"
+    many = await fs.read_many_files([".env", "server.key", "README.md"])
+    assert SECRET not in many.text and "KEYDATA" not in many.text
+
+
+@pytest.mark.parametrize("backend", ["python", "ripgrep"])
+def test_grep_backends_keep_policy_denials_under_negation(project: Path, backend: str) -> None:
+    if backend == "ripgrep" and shutil.which("rg") is None:
+        pytest.skip("rg is not installed")
+    (project / ".tinyagentignore").write_text("!.env\n")
+    root = str(project.resolve())
+    found = grep(
+        root, root, "SEC.ET", None, False, True, 0, 50, list(DEFAULT_DENIED_PATTERNS), backend
+    )
+    assert found["matches"] == [] and found["backend"] == backend
+
+
+async def test_ignore_file_negation_still_reincludes_its_own_denials(
+    fs: FileTools, project: Path
+) -> None:
+    (project / "logs").mkdir()
+    (project / "logs" / "a.log").write_text("alpha\n")
+    (project / "logs" / "keep.log").write_text("alpha\n")
+    (project / ".tinyagentignore").write_text("*.log\n!keep.log\n")
+    found = await fs.grep("alpha")
+    assert "keep.log" in found.text and "a.log" not in found.text.replace("keep.log", "")
+
+
+# --- ignore files: the toolkit never follows, blocks on, or quotes them ------------------
+
+
+def _outside_secret(tmp_path: Path) -> Path:
+    secret = tmp_path / "shadow"
+    secret.write_text("*.md\nroot:$6$verysecrethash:19000::\n")
+    return secret
+
+
+async def test_symlinked_tinyagentignore_is_never_read(
+    fs: FileTools, project: Path, tmp_path: Path
+) -> None:
+    (project / ".tinyagentignore").symlink_to(_outside_secret(tmp_path))
+    for result in (await fs.read_file("README.md"), await fs.glob("*.md"), await fs.grep("x")):
+        assert "verysecrethash" not in result.text
+        assert not result.ok and result.error is not None
+        assert result.error.code == "PERMISSION_DENIED"
+        assert "symlink" in result.text
+
+
+async def test_symlinked_gitignore_is_skipped_not_followed(
+    fs: FileTools, project: Path, tmp_path: Path
+) -> None:
+    (project / ".gitignore").symlink_to(_outside_secret(tmp_path))
+    found = await fs.glob("**/*.md")
+    assert found.ok and "README.md" in found.text  # the outside '*.md' line was not applied
+    grep = await fs.grep("Guide")
+    assert grep.ok and "verysecrethash" not in grep.text
+
+
+@pytest.mark.parametrize("name", [".tinyagentignore", ".gitignore", "docs/.gitignore"])
+async def test_fifo_ignore_file_does_not_block(fs: FileTools, project: Path, name: str) -> None:
+    os.mkfifo(project / name)
+    started = time.monotonic()
+    grep = fs.grep("Guide") if name == ".tinyagentignore" else fs.file_exists("docs/guide.md")
+    results = await asyncio.wait_for(
+        asyncio.gather(fs.glob("**/*.md"), grep, fs.list_directory("docs")), 20
+    )
+    assert time.monotonic() - started < 20
+    if name == ".tinyagentignore":
+        assert all(r.error is not None and r.error.code == "PERMISSION_DENIED" for r in results)
+    else:
+        assert all(r.ok for r in results), [r.text for r in results]
+        assert "docs/guide.md" in results[0].data["matches"]
+
+
+async def test_huge_ignore_file_is_refused_not_read(fs: FileTools, project: Path) -> None:
+    with open(project / ".tinyagentignore", "wb") as handle:
+        handle.truncate(50 * 1024 * 1024)
+    with open(project / ".gitignore", "wb") as handle:
+        handle.write(b"*.md\n")
+        handle.truncate(50 * 1024 * 1024)
+    read = await fs.read_file("README.md")
+    assert read.error is not None and read.error.code == "PERMISSION_DENIED"
+    (project / ".tinyagentignore").unlink()
+    found = await fs.glob("**/*.md")
+    assert found.ok and "README.md" in found.text  # the oversized .gitignore was skipped
+
+
+async def test_invalid_ignore_pattern_error_does_not_quote_the_line(
+    fs: FileTools, project: Path
+) -> None:
+    (project / ".tinyagentignore").write_text("ok.txt\n[z-a]TOPSECRET-hunter2\n")
+    result = await fs.read_file("README.md")
+    assert not result.ok and result.error is not None
+    assert result.error.code == "INVALID_ARGUMENT"
+    assert "line 2" in result.text
+    assert "hunter2" not in result.text and "TOPSECRET" not in result.text
+
+
+# --- globs are linear-time ---------------------------------------------------------------
+
+PATHOLOGICAL = "*a*a*a*a*a*a*a*a*b"
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [PATHOLOGICAL, "**/" + PATHOLOGICAL, "{x,*a*a*a*a*a*a*a*a*c}", "**/a*a*/**/*a*a*a*b"],
+)
+def test_glob_matcher_agrees_with_the_regex_translation(pattern: str) -> None:
+    matcher = GlobMatcher(pattern, braces=True)
+    assert matcher.linear
+    regex = re.compile(matcher.source, re.DOTALL)
+    names = ["ab", "aab", "aaaaaaaab", "xaxaxaxaxaxaxaxaxb", "aaaaaaaa", "x", "a/aaaaaaaab"]
+    names += ["d/aa/e/aaab", "aa/aaab", "aaaaaaaac", "a/a/a/a/a/a/a/a/b", "aaaaaaaa/b"]
+    for name in names:
+        assert matcher.fullmatch(name) == (regex.fullmatch(name) is not None), (pattern, name)
+
+
+async def test_pathological_glob_is_fast(fs: FileTools, project: Path) -> None:
+    (project / ("a" * 200)).write_text("x\n")
+    (project / ("a" * 199 + "b")).write_text("x\n")
+    started = time.monotonic()
+    found = await fs.glob(PATHOLOGICAL)
+    grep_found = await fs.grep("x", include=PATHOLOGICAL)
+    assert time.monotonic() - started < 10  # the backtracking regex takes minutes per name
+    assert found.data["matches"] == ["a" * 199 + "b"]
+    assert grep_found.ok
+
+
+async def test_pathological_gitignore_line_is_fast(fs: FileTools, project: Path) -> None:
+    (project / ".gitignore").write_text(PATHOLOGICAL + "\n")
+    (project / ("a" * 200)).write_text("x\n")
+    (project / ("a" * 199 + "b")).write_text("x\n")
+    started = time.monotonic()
+    found = await fs.glob("*")
+    assert time.monotonic() - started < 10
+    assert "a" * 200 in found.data["matches"]
+    assert "a" * 199 + "b" not in found.data["matches"]
