@@ -6,6 +6,7 @@ Each test performs the attack through the toolkit and fails if the hole reopens.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tinyagent_fs import FileTools
+from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.ops.glob_match import GlobMatcher
 from tinyagent_fs.ops.search import grep
 from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS
@@ -178,3 +180,103 @@ async def test_pathological_gitignore_line_is_fast(fs: FileTools, project: Path)
     assert time.monotonic() - started < 10
     assert "a" * 200 in found.data["matches"]
     assert "a" * 199 + "b" not in found.data["matches"]
+
+
+# --- the undo journal cannot be forged ---------------------------------------------------
+
+
+def _tree(directory: Path) -> dict[str, bytes]:
+    return {str(p): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+def _forged_manifest(target: str, stored: str) -> str:
+    entry = {
+        "kind": "modify",
+        "path": target,
+        "dest": None,
+        "old": stored,
+        "dest_old": None,
+        "new_hash": "0" * 64,
+        "mode": None,
+    }
+    manifest = {
+        "change_id": "aaaaaaaaaaaa",
+        "tool": "write_file",
+        "status": "committed",
+        "created": 1.0,
+        "files": [entry],
+        "undone_by": None,
+    }
+    return json.dumps(manifest)
+
+
+async def test_undo_refuses_a_change_id_that_is_a_path(
+    fs: FileTools, project: Path, tmp_path: Path
+) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside\n")
+    (project / "forged").mkdir()
+    (project / "forged" / "0.old").write_text("pwned\n")
+    manifest = _forged_manifest(str(outside), "0.old")
+    assert (await fs.write_file("forged/manifest.json", manifest)).ok
+    before = _tree(project)
+    for change_id in (str(project / "forged"), "../" * 12 + str(project / "forged"), "a/b", ".."):
+        result = await fs.undo(change_id)
+        assert result.error is not None and result.error.code == "INVALID_ARGUMENT", change_id
+    assert outside.read_text() == "outside\n"
+    assert _tree(project) == before
+
+
+@pytest.mark.parametrize("target", ["/etc/passwd", "../outside.txt", "README.md"])
+async def test_undo_refuses_an_unsigned_manifest_in_the_journal(
+    fs: FileTools, project: Path, tmp_path: Path, target: str
+) -> None:
+    assert fs.journal is not None
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside\n")
+    folder = fs.journal.directory / "aaaaaaaaaaaa"
+    folder.mkdir(parents=True)
+    (folder / "0.old").write_text("pwned\n")
+    path = target if target.startswith("/") else str(project / target)
+    (folder / "manifest.json").write_text(_forged_manifest(path, "0.old"))
+    before = _tree(project)
+    for result in (await fs.undo("aaaaaaaaaaaa"), await fs.undo()):
+        assert not result.ok and result.error is not None
+        assert result.error.code in ("PERMISSION_DENIED", "NOT_FOUND"), result.text
+    assert outside.read_text() == "outside\n"
+    assert _tree(project) == before
+    assert "pwned" not in Path("/etc/passwd").read_text()
+
+
+async def test_undo_refuses_a_tampered_stored_file(fs: FileTools, project: Path) -> None:
+    assert fs.journal is not None
+    written = await fs.write_file("README.md", "new\n")
+    change_id = written.data["change_id"]
+    (fs.journal.directory / change_id / "0.old").write_text("#!/bin/sh\nevil\n")
+    result = await fs.undo(change_id)
+    assert result.error is not None and result.error.code == "PERMISSION_DENIED"
+    assert (project / "README.md").read_text() == "new\n"
+
+
+async def test_undo_guards_every_manifest_path_again(
+    fs: FileTools, project: Path, tmp_path: Path
+) -> None:
+    """A signed entry (the journal's own API) naming an outside path is refused all the same."""
+    assert fs.journal is not None
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside\n")
+    change = FileChange(ChangeKind.MODIFY, outside, b"pwned\n", b"outside\n")
+    changeset = ChangeSet("write_file", (change,), project)
+    fs.journal.begin(changeset)
+    fs.journal.finish(changeset.change_id)
+    result = await fs.undo(changeset.change_id)
+    assert result.error is not None and result.error.code == "PATH_OUTSIDE_ROOT"
+    assert outside.read_text() == "outside\n"
+    (project / ".env.local").write_text("A=1\n")
+    denied = FileChange(ChangeKind.MODIFY, project / ".env.local", b"A=2\n", b"A=1\n")
+    changeset = ChangeSet("write_file", (denied,), project)
+    fs.journal.begin(changeset)
+    fs.journal.finish(changeset.change_id)
+    result = await fs.undo(changeset.change_id)
+    assert result.error is not None and result.error.code == "DENIED_PATTERN"
+    assert (project / ".env.local").read_text() == "A=1\n"
