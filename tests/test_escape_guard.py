@@ -6,6 +6,7 @@ Each test performs the attack through the toolkit and fails if the hole reopens.
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import re
@@ -17,9 +18,13 @@ import pytest
 
 from tinyagent_fs import FileTools
 from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
+from tinyagent_fs.hooks.decision import Risk, ToolCall
+from tinyagent_fs.hooks.terminal import TerminalHook
 from tinyagent_fs.ops.glob_match import GlobMatcher
 from tinyagent_fs.ops.search import grep
 from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS
+from tinyagent_fs.ui.approval_card import _arguments_html
+from tinyagent_fs.ui.call_text import summarise
 
 SECRET = "SECRET=1"
 
@@ -280,3 +285,45 @@ async def test_undo_guards_every_manifest_path_again(
     result = await fs.undo(changeset.change_id)
     assert result.error is not None and result.error.code == "DENIED_PATTERN"
     assert (project / ".env.local").read_text() == "A=1\n"
+
+
+# --- what a person approves is what runs -------------------------------------------------
+
+HIDDEN = "touch X #\x1b[2K\r  command: ls -la" + "; rm -rf data" * 10
+
+
+def _command_call() -> ToolCall:
+    return ToolCall(tool="run_command", args={"command": HIDDEN}, risk=Risk.EXECUTE)
+
+
+def _shows_everything(shown: str) -> None:
+    assert "\x1b" not in shown and "\r" not in shown
+    assert "touch X #\\x1b[2K\\x0d  command: ls -la" in shown
+    assert shown.count("rm -rf data") == 10  # the whole command, not a preview
+
+
+def test_terminal_preview_neutralises_escape_sequences() -> None:
+    out = io.StringIO()
+    TerminalHook(io.StringIO("n\n"), out, color=False).before_tool_execution(_command_call())
+    _shows_everything(out.getvalue())
+
+
+def test_call_summary_neutralises_escape_sequences() -> None:
+    _shows_everything(summarise(_command_call()))
+
+
+def test_approval_card_neutralises_escape_sequences() -> None:
+    _shows_everything(_arguments_html(_command_call()))
+
+
+def test_terminal_diff_of_a_file_with_escape_sequences_is_shown_escaped(tmp_path: Path) -> None:
+    new = "ok\n\x1b[1A\x1b[2Kinnocent\u202eexe.txt\n"
+    change = FileChange(ChangeKind.CREATE, tmp_path / "a.txt", None, new.encode(), new_text=new)
+    changeset = ChangeSet("write_file", (change,), tmp_path)
+    call = ToolCall(
+        "write_file", {"path": "a.txt"}, Risk.WRITE, changeset, changeset.unified_diff()
+    )
+    out = io.StringIO()
+    TerminalHook(io.StringIO("n\n"), out, color=False).before_tool_execution(call)
+    assert "\x1b" not in out.getvalue() and "\u202e" not in out.getvalue()
+    assert "+\\x1b[1A\\x1b[2Kinnocent\\u202eexe.txt" in out.getvalue()
