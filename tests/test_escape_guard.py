@@ -16,8 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent_fs import FileTools
+from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
+from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.guard import PathGuard
 from tinyagent_fs.hooks.decision import Risk, ToolCall
 from tinyagent_fs.hooks.terminal import TerminalHook
 from tinyagent_fs.ops.glob_match import GlobMatcher
@@ -327,3 +329,48 @@ def test_terminal_diff_of_a_file_with_escape_sequences_is_shown_escaped(tmp_path
     TerminalHook(io.StringIO("n\n"), out, color=False).before_tool_execution(call)
     assert "\x1b" not in out.getvalue() and "\u202e" not in out.getvalue()
     assert "+\\x1b[1A\\x1b[2Kinnocent\\u202eexe.txt" in out.getvalue()
+
+
+# --- paths: Windows forms, Unicode normalisation, case-insensitive file systems ----------
+
+
+@pytest.mark.parametrize(
+    "raw", ["C:\\Users\\x\\notes.txt", "C:/x", "c:", "D:relative.txt", "\\\\server\\share\\f"]
+)
+async def test_windows_paths_are_foreign_absolute_paths(
+    fs: FileTools, project: Path, raw: str
+) -> None:
+    before = sorted(p.name for p in project.iterdir())
+    result = await fs.write_file(raw, "x\n")
+    assert result.error is not None and result.error.code == "PATH_OUTSIDE_ROOT"
+    assert "Windows" in result.text
+    assert sorted(p.name for p in project.iterdir()) == before
+
+
+def test_a_file_named_like_a_drive_is_reachable_explicitly(project: Path) -> None:
+    guard = PathGuard(project)
+    assert guard.resolve("./C:x") == project.resolve() / "C:x"
+
+
+def test_denied_patterns_match_after_nfc_normalisation(project: Path) -> None:
+    policy = SandboxPolicy(denied_patterns=("caf\u00e9.key", "r\u00e9sum\u00e9/"))
+    guard = PathGuard(project, policy)
+    for raw in ("cafe\u0301.key", "caf\u00e9.key", "re\u0301sume\u0301/cv.txt"):
+        with pytest.raises(ToolError) as refused:
+            guard.resolve(raw)
+        assert refused.value.code is ErrorCode.DENIED_PATTERN, raw
+
+
+def test_denied_patterns_fold_case_on_a_case_insensitive_file_system(project: Path) -> None:
+    guard = PathGuard(project, case_insensitive=True)
+    for raw in (".ENV", "Server.KEY", ".SSH/id", ".Git/config"):
+        with pytest.raises(ToolError) as refused:
+            guard.resolve(raw, for_write=True)
+        assert refused.value.code is ErrorCode.DENIED_PATTERN, raw
+
+
+def test_case_sensitivity_is_probed_from_the_root(project: Path) -> None:
+    # This suite runs on a case-sensitive Linux file system: '.ENV' is another file.
+    guard = PathGuard(project)
+    assert guard.case_insensitive is False
+    assert guard.resolve(".ENV") == project.resolve() / ".ENV"

@@ -28,9 +28,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -46,6 +48,8 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.policy import IGNORE_FILE_NAME, SandboxPolicy
 
 _SHOWN_PATH_CHARS = 200
+_DRIVE = re.compile(r"[A-Za-z]:")
+"""``C:``, ``C:/x``, ``C:x``: a Windows drive, never a folder in the root."""
 _NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
 
 
@@ -60,11 +64,14 @@ class _PatternSet:
     path prefix, and a denied parent directory cannot be re-included, as in git.
     """
 
-    def __init__(self, lines: Iterable[str], source: str, *, quote: bool = True) -> None:
+    def __init__(
+        self, lines: Iterable[str], source: str, *, quote: bool = True, fold: bool = False
+    ) -> None:
         self.source = source
+        flags = re.IGNORECASE if fold else 0
         self._patterns: list[tuple[str, re.Pattern[str], bool]] = []
         for number, line in enumerate(lines, 1):
-            text = line.rstrip("\r\n")
+            text = unicodedata.normalize("NFC", line.rstrip("\r\n"))
             if not text.strip():
                 continue
             try:
@@ -80,7 +87,8 @@ class _PatternSet:
                 ) from exc
             for pattern in compiled:
                 if pattern.include is not None and pattern.regex is not None:
-                    self._patterns.append((text, pattern.regex, bool(pattern.include)))
+                    regex = re.compile(pattern.regex.pattern, flags)
+                    self._patterns.append((text, regex, bool(pattern.include)))
         negated = any(not include for _, _, include in self._patterns)
         self._any: re.Pattern[str] | None = None
         if self._patterns and not negated:
@@ -89,13 +97,15 @@ class _PatternSet:
                     "|".join(
                         f"(?:{_NAMED_GROUP.sub('(?:', regex.pattern)})"
                         for _, regex, _ in self._patterns
-                    )
+                    ),
+                    flags,
                 )
 
     def match(self, rel: str, is_dir: bool) -> str | None:
         """The pattern text that denies ``rel`` (posix, relative to the root), or None."""
         if not self._patterns:
             return None
+        rel = unicodedata.normalize("NFC", rel)
         full = rel + "/" if is_dir else rel
         if self._any is not None:
             if self._any.search(full) is None:
@@ -117,7 +127,14 @@ class _PatternSet:
 class PathGuard:
     """Resolves model-supplied paths against one root under one ``SandboxPolicy``."""
 
-    def __init__(self, root: str | Path, policy: SandboxPolicy | None = None) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        policy: SandboxPolicy | None = None,
+        *,
+        case_insensitive: bool | None = None,
+    ) -> None:
+        """``case_insensitive`` None probes the root's file system once."""
         self.policy = policy if policy is not None else SandboxPolicy()
         if not isinstance(root, (str, os.PathLike)):
             raise ToolError(
@@ -141,10 +158,15 @@ class PathGuard:
             [p for p in spelling.split("/") if p not in ("", ".")]
             for spelling in dict.fromkeys([real, os.path.normpath(os.path.abspath(given))])
         ]
-        self._denied = _PatternSet(self.policy.denied_patterns, "the sandbox policy")
+        self.case_insensitive = (
+            _probe_case_insensitive(real) if case_insensitive is None else case_insensitive
+        )
+        fold = self.case_insensitive
+        self._denied = _PatternSet(self.policy.denied_patterns, "the sandbox policy", fold=fold)
         self._write_denied = _PatternSet(
             (*self.policy.write_denied_patterns, "/" + IGNORE_FILE_NAME),
             "the write protection of the sandbox policy",
+            fold=fold,
         )
         self._ignore_path = self._prefix + IGNORE_FILE_NAME
         self._ignore: tuple[tuple[int, ...] | None, _PatternSet] = (
@@ -193,6 +215,14 @@ class PathGuard:
                 "Remove unpaired surrogate characters from the path.",
             ) from exc
         path = raw.replace("\\", "/")
+        if _DRIVE.match(path) or raw.startswith("\\\\"):
+            raise ToolError(
+                ErrorCode.PATH_OUTSIDE_ROOT,
+                f"The path {shown} is a Windows drive or network path, which is outside the "
+                "root (it would otherwise become a folder named like the drive).",
+                f"Use a path relative to the root {self._root}, with '/' between folders; "
+                "write './C:x' for a file whose name really starts with a drive letter.",
+            )
         if path == "~" or path.startswith("~/"):
             raise ToolError(
                 ErrorCode.PATH_OUTSIDE_ROOT,
@@ -366,9 +396,30 @@ class PathGuard:
                     f"{MAX_CONFIG_FILE_BYTES} bytes (or is removed).",
                 ) from exc
             lines = config_lines(data or b"")
-        patterns = _PatternSet(lines, IGNORE_FILE_NAME, quote=False)
+        patterns = _PatternSet(lines, IGNORE_FILE_NAME, quote=False, fold=self.case_insensitive)
         self._ignore = (key, patterns)
         return patterns
+
+
+def _probe_case_insensitive(root: str) -> bool:
+    """Whether the root's file system ignores case: the root under a case-swapped
+    name is the same directory. A root with no cased letter in its name is asked
+    through its first entry that has one; none at all means case-sensitive."""
+    parent, name = os.path.split(root)
+    candidates = [(parent, name)]
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        candidates += [(root, e.name) for e in itertools.islice(entries, 64)]
+    for directory, entry in candidates:
+        swapped = entry.swapcase()
+        if swapped == entry:
+            continue
+        try:
+            return os.path.samestat(
+                os.lstat(os.path.join(directory, entry)), os.lstat(os.path.join(directory, swapped))
+            )
+        except OSError:
+            return False
+    return False
 
 
 def _shown(raw: str) -> str:
