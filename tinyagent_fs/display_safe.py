@@ -6,6 +6,7 @@ must not act on that display: ``touch X #\\x1b[2K\\r  command: ls -la`` would
 otherwise erase its own line and show an innocent ``ls -la``. Every such character
 (C0 and C1 controls, DEL, bidirectional overrides, zero-width and line-separator
 characters) is shown as a visible escape instead, so what a person reads is what runs.
+A tab is left alone: it only adds space, and diffs of tab-indented code need it.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import re
 
 _INVISIBLE = re.compile(
-    "[\x00-\x09\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
+    "[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]"
 )
 _INVISIBLE_OR_NEWLINE = re.compile(_INVISIBLE.pattern[:-1] + "\n]")
 
