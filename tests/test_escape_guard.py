@@ -22,6 +22,7 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.guard import PathGuard
 from tinyagent_fs.hooks.decision import Risk, ToolCall
 from tinyagent_fs.hooks.terminal import TerminalHook
+from tinyagent_fs.journal import CHANGE_ID_FORMAT, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
 from tinyagent_fs.ops.glob_match import GlobMatcher
 from tinyagent_fs.ops.search import grep
 from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS
@@ -374,3 +375,19 @@ def test_case_sensitivity_is_probed_from_the_root(project: Path) -> None:
     guard = PathGuard(project)
     assert guard.case_insensitive is False
     assert guard.resolve(".ENV") == project.resolve() / ".ENV"
+
+
+def test_journal_prunes_in_batches_and_keeps_the_newest(tmp_path: Path) -> None:
+    journal = UndoJournal(tmp_path / "journal")
+    ids = []
+    for index in range(KEEP_ENTRIES + PRUNE_SLACK + 2):
+        change = FileChange(ChangeKind.CREATE, tmp_path / f"f{index}", None, b"x")
+        changeset = ChangeSet("write_file", (change,), tmp_path)
+        journal.begin(changeset)
+        journal.finish(changeset.change_id)
+        ids.append(changeset.change_id)
+    kept = {p.name for p in journal.directory.iterdir() if CHANGE_ID_FORMAT.fullmatch(p.name)}
+    assert KEEP_ENTRIES <= len(kept) < len(ids) <= KEEP_ENTRIES + PRUNE_SLACK + 2
+    assert set(ids[-len(kept) :]) == kept
+    last = journal.last_undoable()
+    assert last is not None and last.change_id == ids[-1]

@@ -34,6 +34,9 @@ from .errors import ErrorCode, ToolError
 
 JOURNAL_ENV = "TINYAGENT_FS_JOURNAL_DIR"
 KEEP_ENTRIES = 200
+PRUNE_SLACK = KEEP_ENTRIES // 10
+"""Entries allowed above ``KEEP_ENTRIES`` before a prune: pruning reads every
+manifest, so doing it in batches keeps a commit's journal cost flat."""
 CHANGE_ID_FORMAT = re.compile(r"[0-9a-f]{12}")
 """What ``ChangeSet`` generates (``uuid4().hex[:12]``), and the only names accepted."""
 KEY_FILE_NAME = ".key"
@@ -250,7 +253,7 @@ class UndoJournal:
             self._write_manifest(change_id, manifest)
 
     def _prune(self) -> None:
-        if sum(1 for _ in self.directory.iterdir()) <= KEEP_ENTRIES + 1:
+        if sum(1 for _ in self.directory.iterdir()) <= KEEP_ENTRIES + PRUNE_SLACK + 1:
             return
         manifests = self._manifests()
         for manifest in manifests[: max(0, len(manifests) - KEEP_ENTRIES)]:
