@@ -10,7 +10,6 @@ import io
 import json
 import os
 import re
-import shutil
 import time
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from tinyagent_fs.hooks.decision import Risk, ToolCall
 from tinyagent_fs.hooks.terminal import TerminalHook
 from tinyagent_fs.journal import CHANGE_ID_FORMAT, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
 from tinyagent_fs.ops.glob_match import GlobMatcher
+from tinyagent_fs.ops.ripgrep import find_ripgrep
 from tinyagent_fs.ops.search import grep
 from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS
 from tinyagent_fs.ui.approval_card import _arguments_html
@@ -58,7 +58,7 @@ async def test_ignore_file_negation_cannot_lift_a_policy_denial(
 
 @pytest.mark.parametrize("backend", ["python", "ripgrep"])
 def test_grep_backends_keep_policy_denials_under_negation(project: Path, backend: str) -> None:
-    if backend == "ripgrep" and shutil.which("rg") is None:
+    if backend == "ripgrep" and find_ripgrep() is None:
         pytest.skip("rg is not installed")
     (project / ".tinyagentignore").write_text("!.env\n")
     root = str(project.resolve())

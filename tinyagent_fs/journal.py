@@ -16,6 +16,7 @@ entry that does not verify is refused, never planned from.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -213,14 +214,20 @@ class UndoJournal:
         self.directory.mkdir(parents=True, mode=0o700, exist_ok=True)
         path = self.directory / KEY_FILE_NAME
         flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(secrets.token_bytes(_KEY_BYTES))
-                handle.flush()
-                os.fsync(handle.fileno())
-        except FileExistsError:
-            pass
+        if not path.exists():
+            # Written whole under a temporary name, then linked into place: a process
+            # killed half-way leaves no empty key, and of two racing creators one wins.
+            staged = self.directory / f"{KEY_FILE_NAME}.{secrets.token_hex(8)}"
+            fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(secrets.token_bytes(_KEY_BYTES))
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                with contextlib.suppress(FileExistsError):
+                    os.link(staged, path)
+            finally:
+                staged.unlink()
         fd = os.open(path, flags)
         with os.fdopen(fd, "rb") as handle:
             info = os.fstat(fd)
