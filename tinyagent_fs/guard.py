@@ -28,19 +28,28 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import re
 import stat
+import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
 import pathspec
 
+from tinyagent_fs.config_file import (
+    MAX_CONFIG_FILE_BYTES,
+    UnsafeConfigFile,
+    config_lines,
+    read_config_file,
+)
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.policy import IGNORE_FILE_NAME, SandboxPolicy
 
-_MAX_IGNORE_FILE_BYTES = 1024 * 1024
 _SHOWN_PATH_CHARS = 200
+_DRIVE = re.compile(r"[A-Za-z]:")
+"""``C:``, ``C:/x``, ``C:x``: a Windows drive, never a folder in the root."""
 _NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
 
 
@@ -55,24 +64,31 @@ class _PatternSet:
     path prefix, and a denied parent directory cannot be re-included, as in git.
     """
 
-    def __init__(self, lines: Iterable[str], source: str) -> None:
+    def __init__(
+        self, lines: Iterable[str], source: str, *, quote: bool = True, fold: bool = False
+    ) -> None:
         self.source = source
+        flags = re.IGNORECASE if fold else 0
         self._patterns: list[tuple[str, re.Pattern[str], bool]] = []
-        for line in lines:
-            text = line.rstrip("\r\n")
+        for number, line in enumerate(lines, 1):
+            text = unicodedata.normalize("NFC", line.rstrip("\r\n"))
             if not text.strip():
                 continue
             try:
                 compiled = pathspec.GitIgnoreSpec.from_lines([text]).patterns
-            except ValueError as exc:
+            except (ValueError, re.error) as exc:
+                # A file in the root may hold anything (a command can write it), so its
+                # content is never quoted back: only the line number is.
+                shown = f"{text!r} in {source}: {exc}" if quote else f"on line {number} of {source}"
                 raise ToolError(
                     ErrorCode.INVALID_ARGUMENT,
-                    f"Invalid pattern {text!r} in {source}: {exc}",
+                    f"Invalid pattern {shown}",
                     "Fix the pattern (gitignore syntax); paths stay refused until it is valid.",
                 ) from exc
             for pattern in compiled:
                 if pattern.include is not None and pattern.regex is not None:
-                    self._patterns.append((text, pattern.regex, bool(pattern.include)))
+                    regex = re.compile(pattern.regex.pattern, flags)
+                    self._patterns.append((text, regex, bool(pattern.include)))
         negated = any(not include for _, _, include in self._patterns)
         self._any: re.Pattern[str] | None = None
         if self._patterns and not negated:
@@ -81,13 +97,15 @@ class _PatternSet:
                     "|".join(
                         f"(?:{_NAMED_GROUP.sub('(?:', regex.pattern)})"
                         for _, regex, _ in self._patterns
-                    )
+                    ),
+                    flags,
                 )
 
     def match(self, rel: str, is_dir: bool) -> str | None:
         """The pattern text that denies ``rel`` (posix, relative to the root), or None."""
         if not self._patterns:
             return None
+        rel = unicodedata.normalize("NFC", rel)
         full = rel + "/" if is_dir else rel
         if self._any is not None:
             if self._any.search(full) is None:
@@ -109,7 +127,14 @@ class _PatternSet:
 class PathGuard:
     """Resolves model-supplied paths against one root under one ``SandboxPolicy``."""
 
-    def __init__(self, root: str | Path, policy: SandboxPolicy | None = None) -> None:
+    def __init__(
+        self,
+        root: str | Path,
+        policy: SandboxPolicy | None = None,
+        *,
+        case_insensitive: bool | None = None,
+    ) -> None:
+        """``case_insensitive`` None probes the root's file system once."""
         self.policy = policy if policy is not None else SandboxPolicy()
         if not isinstance(root, (str, os.PathLike)):
             raise ToolError(
@@ -133,10 +158,15 @@ class PathGuard:
             [p for p in spelling.split("/") if p not in ("", ".")]
             for spelling in dict.fromkeys([real, os.path.normpath(os.path.abspath(given))])
         ]
-        self._denied = _PatternSet(self.policy.denied_patterns, "the sandbox policy")
+        self.case_insensitive = (
+            _probe_case_insensitive(real) if case_insensitive is None else case_insensitive
+        )
+        fold = self.case_insensitive
+        self._denied = _PatternSet(self.policy.denied_patterns, "the sandbox policy", fold=fold)
         self._write_denied = _PatternSet(
             (*self.policy.write_denied_patterns, "/" + IGNORE_FILE_NAME),
             "the write protection of the sandbox policy",
+            fold=fold,
         )
         self._ignore_path = self._prefix + IGNORE_FILE_NAME
         self._ignore: tuple[tuple[int, ...] | None, _PatternSet] = (
@@ -185,6 +215,14 @@ class PathGuard:
                 "Remove unpaired surrogate characters from the path.",
             ) from exc
         path = raw.replace("\\", "/")
+        if _DRIVE.match(path) or raw.startswith("\\\\"):
+            raise ToolError(
+                ErrorCode.PATH_OUTSIDE_ROOT,
+                f"The path {shown} is a Windows drive or network path, which is outside the "
+                "root (it would otherwise become a folder named like the drive).",
+                f"Use a path relative to the root {self._root}, with '/' between folders; "
+                "write './C:x' for a file whose name really starts with a drive letter.",
+            )
         if path == "~" or path.startswith("~/"):
             raise ToolError(
                 ErrorCode.PATH_OUTSIDE_ROOT,
@@ -333,8 +371,14 @@ class PathGuard:
         granularity can hide two quick edits.
         """
         try:
-            st = os.stat(self._ignore_path)
-            key: tuple[int, ...] | None = (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+            st = os.lstat(self._ignore_path)
+            key: tuple[int, ...] | None = (
+                st.st_mtime_ns,
+                st.st_ctime_ns,
+                st.st_size,
+                st.st_ino,
+                st.st_mode,
+            )
         except OSError:
             key = None
         cached_key, cached = self._ignore
@@ -343,14 +387,39 @@ class PathGuard:
         lines: list[str] = []
         if key is not None:
             try:
-                with open(self._ignore_path, "rb") as handle:
-                    data = handle.read(_MAX_IGNORE_FILE_BYTES)
-            except OSError:
-                data = b""
-            lines = data.decode("utf-8", "replace").splitlines()
-        patterns = _PatternSet(lines, IGNORE_FILE_NAME)
+                data = read_config_file(self._ignore_path)
+            except UnsafeConfigFile as exc:
+                raise ToolError(
+                    ErrorCode.PERMISSION_DENIED,
+                    f"{IGNORE_FILE_NAME} in the root is not read: {exc}.",
+                    f"Paths stay refused until {IGNORE_FILE_NAME} is a regular file under "
+                    f"{MAX_CONFIG_FILE_BYTES} bytes (or is removed).",
+                ) from exc
+            lines = config_lines(data or b"")
+        patterns = _PatternSet(lines, IGNORE_FILE_NAME, quote=False, fold=self.case_insensitive)
         self._ignore = (key, patterns)
         return patterns
+
+
+def _probe_case_insensitive(root: str) -> bool:
+    """Whether the root's file system ignores case: the root under a case-swapped
+    name is the same directory. A root with no cased letter in its name is asked
+    through its first entry that has one; none at all means case-sensitive."""
+    parent, name = os.path.split(root)
+    candidates = [(parent, name)]
+    with contextlib.suppress(OSError), os.scandir(root) as entries:
+        candidates += [(root, e.name) for e in itertools.islice(entries, 64)]
+    for directory, entry in candidates:
+        swapped = entry.swapcase()
+        if swapped == entry:
+            continue
+        try:
+            return os.path.samestat(
+                os.lstat(os.path.join(directory, entry)), os.lstat(os.path.join(directory, swapped))
+            )
+        except OSError:
+            return False
+    return False
 
 
 def _shown(raw: str) -> str:

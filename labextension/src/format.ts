@@ -4,6 +4,24 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
+/**
+ * Text with every character that could hide or reorder what is shown (C0/C1
+ * controls, DEL, bidirectional overrides, zero-width characters) written as a
+ * visible escape, as the Python side's ``display_safe.visible`` does (a tab
+ * stays: it only adds space).
+ */
+export function visible(text: string, keepNewlines = false): string {
+  const pattern = keepNewlines
+    ? /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g
+    : /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+  return text.replace(pattern, char => {
+    const code = char.charCodeAt(0);
+    return code < 0x100
+      ? `\\x${code.toString(16).padStart(2, '0')}`
+      : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
 /** A unified diff as lines coloured by kind; text only, never HTML from the log. */
 export function renderDiff(diff: string, label: string): HTMLElement {
   const block = document.createElement('pre');
@@ -12,7 +30,7 @@ export function renderDiff(diff: string, label: string): HTMLElement {
   for (const text of diff.replace(/\n$/, '').split('\n')) {
     const line = document.createElement('span');
     line.className = `jp-TinyAgentFS-diffLine jp-mod-${diffKind(text)}`;
-    line.textContent = text + '\n';
+    line.textContent = visible(text, true) + '\n';
     block.append(line);
   }
   return block;

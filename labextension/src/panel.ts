@@ -6,7 +6,13 @@
 import { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
-import { decisionLabel, formatTime, outcomeLabel, renderDiff } from './format';
+import {
+  decisionLabel,
+  formatTime,
+  outcomeLabel,
+  renderDiff,
+  visible
+} from './format';
 import { auditIcon } from './icon';
 import { AuditModel, IAuditEvent, IAuditSummary, LiveMode } from './model';
 
@@ -268,7 +274,7 @@ export class AuditPanel extends Widget {
   private _renderDetail(event: IAuditEvent): HTMLElement[] {
     const trans = this._trans;
     const heading = document.createElement('h3');
-    heading.textContent = `${event.tool} ${event.paths.join(', ')}`;
+    heading.textContent = visible(`${event.tool} ${event.paths.join(', ')}`);
     heading.classList.toggle('jp-mod-denied', event.denied);
     heading.classList.toggle('jp-mod-security', event.security_violation);
     const fields: [string, string][] = [
@@ -300,14 +306,17 @@ export class AuditPanel extends Widget {
       const term = document.createElement('dt');
       term.textContent = label;
       const description = document.createElement('dd');
-      description.textContent = value;
+      description.textContent = visible(value, true);
       table.append(term, description);
     }
     const args = document.createElement('details');
     const argsSummary = document.createElement('summary');
     argsSummary.textContent = trans.__('Arguments');
     const argsBody = document.createElement('pre');
-    argsBody.textContent = JSON.stringify(event.arguments, null, 2);
+    argsBody.textContent = visible(
+      JSON.stringify(event.arguments, null, 2),
+      true
+    );
     args.append(argsSummary, argsBody);
     const parts: HTMLElement[] = [this._backButton(), heading, table, args];
     parts.push(
@@ -335,9 +344,9 @@ export class AuditPanel extends Widget {
   private _span(className: string, text: string, title = ''): HTMLElement {
     const span = document.createElement('span');
     span.className = className;
-    span.textContent = text;
+    span.textContent = visible(text, true);
     if (title) {
-      span.title = title;
+      span.title = visible(title, true);
     }
     return span;
   }

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ..changes import ChangeKind, ChangeSet, FileChange, relative_path
+from ..display_safe import visible
 from .decision import Decision, Risk, ToolCall
 
 DECIDED_BY = "terminal"
@@ -196,7 +197,15 @@ class TerminalHook:
     def _show(self, call: ToolCall) -> None:
         paint = self._painter()
         lines = [paint(f"{call.tool}", _BOLD) + f"  ({call.risk.value})"]
-        lines.extend(f"  {key}: {_preview(value)}" for key, value in call.args.items())
+        if call.tool == "run_command":
+            # The whole command, every control character made visible: what a
+            # person approves is what runs.
+            lines.append(f"  command: {visible(str(call.args.get('command', '')))}")
+        lines.extend(
+            f"  {visible(key)}: {_preview(value)}"
+            for key, value in call.args.items()
+            if not (call.tool == "run_command" and key == "command")
+        )
         out = "\n".join(lines) + "\n"
         if call.changeset is not None:
             diff = call.diff or call.changeset.unified_diff()
@@ -261,13 +270,14 @@ def _preview(value: Any) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     first_line, _, rest = text.partition("\n")
     if len(first_line) <= ARG_PREVIEW_CHARS and not rest:
-        return first_line
-    return f"{first_line[:ARG_PREVIEW_CHARS]}… ({len(text)} chars)"
+        return visible(first_line)
+    return f"{visible(first_line[:ARG_PREVIEW_CHARS])}… ({len(text)} chars)"
 
 
 def _colour_diff_line(line: str, paint: Painter) -> str:
-    body = line.rstrip("\n")
-    ending = line[len(body) :]
+    raw = line.rstrip("\n")
+    ending = line[len(raw) :]
+    body = visible(raw)
     if body.startswith(_HEADER_PREFIXES):
         return paint(body, _BOLD) + ending
     if body.startswith("@@"):
@@ -278,7 +288,7 @@ def _colour_diff_line(line: str, paint: Painter) -> str:
         return paint(body, _RED) + ending
     if body.startswith("\\"):
         return paint(body, _DIM) + ending
-    return line
+    return body + ending
 
 
 def _colour_wanted(stream: TextIO) -> bool:

@@ -15,142 +15,13 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+from ..config_file import MAX_CONFIG_FILE_BYTES, UnsafeConfigFile, config_lines, read_config_file
+from ..errors import ErrorCode, ToolError
 from ..policy import IGNORE_FILE_NAME
+from .glob_match import DIRS, GlobMatcher, Token, escape_glob
 
 GIT_DIR_NAME = ".git"
 GITIGNORE_NAME = ".gitignore"
-_GLOB_SPECIALS = "*?[\\{"
-
-
-def glob_to_regex(pattern: str, *, braces: bool) -> str:
-    """Regex source for a slash-separated glob, meant for ``fullmatch`` on a posix path.
-
-    ``**`` as a whole segment spans any number of directories (none included);
-    ``*``, ``?`` and ``[...]`` stay within one segment. Braces (``{a,b}``) are an
-    extension of search globs that gitignore does not have.
-    """
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        char = pattern[i]
-        if char == "*":
-            whole_segment = (i == 0 or pattern[i - 1] == "/") and (
-                i + 2 == n or (i + 2 < n and pattern[i + 2] == "/")
-            )
-            if pattern.startswith("**", i) and whole_segment:
-                out.append(".*" if i + 2 == n else "(?:.*/)?")
-                i += 3
-                continue
-            while i < n and pattern[i] == "*":
-                i += 1
-            out.append("[^/]*")
-            continue
-        if char == "?":
-            out.append("[^/]")
-        elif char == "[":
-            end = _class_end(pattern, i)
-            if end < 0:
-                out.append(re.escape(char))
-            else:
-                out.append(_class_to_regex(pattern[i + 1 : end]))
-                i = end
-        elif char == "\\" and i + 1 < n:
-            i += 1
-            out.append(re.escape(pattern[i]))
-        elif char == "{" and braces and (end := _brace_end(pattern, i)) > 0:
-            options = _split_top_level(pattern[i + 1 : end])
-            out.append("(?:" + "|".join(glob_to_regex(o, braces=True) for o in options) + ")")
-            i = end
-        else:
-            out.append(re.escape(char))
-        i += 1
-    return "".join(out)
-
-
-def glob_problem(pattern: str) -> str | None:
-    """Why ripgrep would refuse this search glob, so both grep backends refuse it."""
-    depth, i = 0, 0
-    while i < len(pattern):
-        char = pattern[i]
-        if char == "\\":
-            i += 1
-        elif char == "[":
-            end = _class_end(pattern, i)
-            if end < 0:
-                return "unclosed character class; missing ']'"
-            i = end
-        elif char in "{}":
-            depth += 1 if char == "{" else -1
-            if depth < 0:
-                return "unopened alternate group; missing '{'"
-        i += 1
-    return "unclosed alternate group; missing '}'" if depth else None
-
-
-def _class_end(pattern: str, start: int) -> int:
-    j = start + 1
-    if j < len(pattern) and pattern[j] in "!^":
-        j += 1
-    if j < len(pattern) and pattern[j] == "]":
-        j += 1
-    while j < len(pattern):
-        if pattern[j] == "\\":
-            j += 2
-            continue
-        if pattern[j] == "]":
-            return j
-        j += 1
-    return -1
-
-
-def _class_to_regex(body: str) -> str:
-    negated = body[:1] in ("!", "^")
-    if negated:
-        body = body[1:]
-    parts: list[str] = []
-    i = 0
-    while i < len(body):
-        char = body[i]
-        if char == "\\" and i + 1 < len(body):
-            i += 1
-            parts.append(re.escape(body[i]))
-        elif char in "[]^\\&~|":
-            parts.append("\\" + char)
-        else:
-            parts.append(char)
-        i += 1
-    inner = "".join(parts)
-    return f"[^/{inner}]" if negated else f"(?!/)[{inner}]"
-
-
-def _brace_end(pattern: str, start: int) -> int:
-    depth = 0
-    for j in range(start, len(pattern)):
-        if pattern[j] == "{":
-            depth += 1
-        elif pattern[j] == "}":
-            depth -= 1
-            if depth == 0:
-                return j
-    return -1
-
-
-def _split_top_level(body: str) -> list[str]:
-    options, depth, current = [], 0, []
-    for char in body:
-        if char == "," and depth == 0:
-            options.append("".join(current))
-            current = []
-            continue
-        depth += (char == "{") - (char == "}")
-        current.append(char)
-    options.append("".join(current))
-    return options
-
-
-def escape_glob(text: str) -> str:
-    """A literal path made safe to embed in a glob (for directory names with ``[`` etc.)."""
-    return "".join("\\" + c if c in _GLOB_SPECIALS + "]}," else c for c in text)
 
 
 @dataclass(frozen=True)
@@ -179,9 +50,9 @@ class IgnoreLine:
         anchored = "/" in text
         return cls(text.lstrip("/"), negated, dir_only, anchored)
 
-    def regex(self) -> str:
-        body = glob_to_regex(self.body, braces=False)
-        return body if self.anchored else "(?:.*/)?" + body
+    def matcher(self) -> GlobMatcher:
+        prefix: list[Token] = [] if self.anchored else [DIRS]
+        return GlobMatcher(self.body, braces=False, prefix=prefix)
 
     def rerooted(self, directory: str) -> str:
         """This line as it would read in the root's ignore file, for ripgrep."""
@@ -191,25 +62,50 @@ class IgnoreLine:
 
 
 class RuleSet:
-    """The lines of one ignore file, matched relative to its directory; the last match wins."""
+    """The lines of one ignore file, matched relative to its directory; the last match wins.
 
-    def __init__(self, lines: Iterable[str]) -> None:
-        self.lines = [parsed for line in lines if (parsed := IgnoreLine.parse(line))]
+    ``strict`` (for denials) refuses a file with a line that does not compile, naming
+    only the line number, since the file's content may be anything; otherwise such a
+    line is skipped, as git skips it.
+    """
+
+    def __init__(self, lines: Iterable[str], source: str = "", *, strict: bool = False) -> None:
+        self.lines: list[IgnoreLine] = []
+        matchers: list[GlobMatcher] = []
+        for number, text in enumerate(lines, 1):
+            parsed = IgnoreLine.parse(text)
+            if parsed is None:
+                continue
+            try:
+                matchers.append(parsed.matcher())
+            except (re.error, ValueError) as exc:
+                if strict:
+                    raise ToolError(
+                        ErrorCode.INVALID_ARGUMENT,
+                        f"Invalid pattern on line {number} of {source}.",
+                        "Fix the pattern (gitignore syntax); nothing is listed until it is valid.",
+                    ) from exc
+                continue
+            self.lines.append(parsed)
         self._rules = [
-            (re.compile(line.regex(), re.DOTALL), line.negated, line.dir_only)
-            for line in reversed(self.lines)
+            (matcher, line.negated, line.dir_only)
+            for matcher, line in reversed(list(zip(matchers, self.lines, strict=True)))
         ]
-        any_source = "|".join(f"(?:{line.regex()})" for line in self.lines)
-        self._any = re.compile(any_source, re.DOTALL) if self.lines else None
+        # One combined regex answers the common "no line matches" in one call; it is
+        # only safe when no line needed the linear-time matcher.
+        self._any = None
+        if matchers and not any(matcher.linear for matcher in matchers):
+            any_source = "|".join(f"(?:{matcher.source})" for matcher in matchers)
+            self._any = re.compile(any_source, re.DOTALL)
 
     def decide(self, rel_path: str, is_dir: bool) -> bool | None:
         """True when ignored, False when re-included by ``!``, None when no line matches."""
-        if self._any is None or self._any.fullmatch(rel_path) is None:
+        if not self._rules or (self._any is not None and self._any.fullmatch(rel_path) is None):
             return None
-        for regex, negated, dir_only in self._rules:
+        for matcher, negated, dir_only in self._rules:
             if dir_only and not is_dir:
                 continue
-            if regex.fullmatch(rel_path):
+            if matcher.fullmatch(rel_path):
                 return not negated
         return None
 
@@ -218,32 +114,52 @@ class RuleSet:
         return any(line.negated for line in self.lines)
 
 
-def _read_lines(path: str) -> list[str] | None:
+def _gitignore_lines(path: str) -> list[str] | None:
+    """A ``.gitignore``'s lines; one that is a symlink, a FIFO or too large is skipped
+    (as git skips a symlinked one): it only ever hides files from searches."""
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(1 << 20)
-    except OSError:
+        data = read_config_file(path)
+    except UnsafeConfigFile:
         return None
-    return data.decode("utf-8", errors="replace").lstrip("\ufeff").splitlines()
+    return None if data is None else config_lines(data)
+
+
+def _denial_lines(root: str) -> list[str]:
+    """The root's ``.tinyagentignore``; one the toolkit will not read fails closed."""
+    try:
+        data = read_config_file(os.path.join(root, IGNORE_FILE_NAME))
+    except UnsafeConfigFile as exc:
+        raise ToolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{IGNORE_FILE_NAME} in the root is not read: {exc}.",
+            f"Nothing is listed or searched until {IGNORE_FILE_NAME} is a regular file "
+            f"under {MAX_CONFIG_FILE_BYTES} bytes (or is removed).",
+        ) from exc
+    return [] if data is None else config_lines(data)
 
 
 class IgnoreRules:
     """Everything a walk below ``root`` must skip, asked one path (relative to root) at a time.
 
-    Denials (the policy's patterns plus the root's ``.tinyagentignore``) hide a path
-    everywhere; ``.gitignore`` files only hide it from searches. The caller is
-    expected to prune: a path below an ignored directory is never asked about.
+    Denials (the policy's patterns and the root's ``.tinyagentignore``) hide a path
+    everywhere; ``.gitignore`` files only hide it from searches. The two kinds of
+    denial are separate rule sets, each asked on its own: a ``!`` line in
+    ``.tinyagentignore`` can re-include what that file excluded, never what the
+    policy denies. The caller is expected to prune: a path below an ignored
+    directory is never asked about.
     """
 
     def __init__(self, root: str, denied_patterns: Iterable[str]) -> None:
         self.root = root
-        extra = _read_lines(os.path.join(root, IGNORE_FILE_NAME)) or []
-        self.denied = RuleSet([*denied_patterns, *extra])
+        self.denial_sets = (
+            RuleSet(denied_patterns, "the sandbox policy", strict=True),
+            RuleSet(_denial_lines(root), IGNORE_FILE_NAME, strict=True),
+        )
         self._gitignores: dict[str, RuleSet | None] = {}
         self._chains: dict[str, list[tuple[int, RuleSet]]] = {}
 
     def is_denied(self, rel_path: str, is_dir: bool) -> bool:
-        return self.denied.decide(rel_path, is_dir) is True
+        return any(rules.decide(rel_path, is_dir) is True for rules in self.denial_sets)
 
     def is_gitignored(self, rel_path: str, is_dir: bool) -> bool:
         """Deepest ``.gitignore`` with a matching line decides, as in git."""
@@ -285,8 +201,8 @@ class IgnoreRules:
 
     def _load(self, rel_dir: str) -> RuleSet | None:
         if rel_dir not in self._gitignores:
-            lines = _read_lines(os.path.join(self.root, rel_dir, GITIGNORE_NAME))
-            self._gitignores[rel_dir] = RuleSet(lines) if lines else None
+            lines = _gitignore_lines(os.path.join(self.root, rel_dir, GITIGNORE_NAME))
+            self._gitignores[rel_dir] = RuleSet(lines, GITIGNORE_NAME) if lines else None
         return self._gitignores[rel_dir]
 
     def _chain(self, rel_dir: str) -> list[tuple[int, RuleSet]]:

@@ -116,8 +116,10 @@ def ripgrep_search(
         args.append("--fixed-strings")
     if context:
         args.append(f"--context={context}")
-    if not rules.denied.has_negation:
-        args.extend(f"--glob=!{line.rerooted('')}" for line in rules.denied.lines)
+    negated = [denials for denials in rules.denial_sets if denials.has_negation]
+    for denials in rules.denial_sets:
+        if not denials.has_negation:
+            args.extend(f"--glob=!{line.rerooted('')}" for line in denials.lines)
     if type_glob is not None and not is_file:
         args += [f"--type-add={_TYPE_NAME}:{type_glob}", f"--type={_TYPE_NAME}"]
     parents = ""
@@ -130,7 +132,7 @@ def ripgrep_search(
 
     def accept(rel: str) -> bool:
         """Denials with a ``!`` line cannot be rg globs, so they are applied here."""
-        if rules.denied.has_negation and rules.denies_path_or_parent(rel, False):
+        if negated and rules.denies_path_or_parent(rel, False):
             return False
         return keeps(rel)
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
-from .ignore import IgnoreRules, glob_problem, glob_to_regex, load_ignore_rules, walk_files
+from .glob_match import GlobMatcher, glob_problem
+from .ignore import IgnoreRules, load_ignore_rules, walk_files
 from .ripgrep import (
     FileHits,
     Hit,
@@ -42,7 +44,7 @@ def glob_files(
     _require(limit >= 1, "limit must be at least 1")
     _require_directory(root, base)
     glob = _clean_glob(pattern, "pattern")
-    matcher = re.compile(glob_to_regex(glob, braces=True), re.DOTALL)
+    matcher = _glob_matcher(glob, "pattern")
     rules = load_ignore_rules(root, denied_patterns)
     base_rel = _relative(root, base)
     start = _narrowed_start(root, rules, base_rel, glob)
@@ -73,7 +75,7 @@ class _Scope:
     start: str | None
     base_rel: str
     is_file: bool
-    include: re.Pattern[str] | None = None
+    include: GlobMatcher | None = None
     include_is_path: bool = False
     type_glob: str | None = None
 
@@ -82,8 +84,8 @@ class _Scope:
             return True
         if self.include_is_path:
             skip = len(self.base_rel) + 1 if self.base_rel else 0
-            return self.include.fullmatch(rel[skip:]) is not None
-        return self.include.fullmatch(rel.rpartition("/")[2]) is not None
+            return self.include.fullmatch(rel[skip:])
+        return self.include.fullmatch(rel.rpartition("/")[2])
 
 
 def grep(
@@ -163,7 +165,7 @@ def _scope(root: str, base: str, include: str | None, rules: IgnoreRules) -> _Sc
     if include is None or not include.strip():
         return _Scope(base_rel, base_rel, False)
     glob = _clean_glob(include, "include")
-    regex = re.compile(glob_to_regex(glob, braces=True), re.DOTALL)
+    regex = _glob_matcher(glob, "include")
     last = glob.rpartition("/")[2]
     type_glob = last if "**" not in last and _balanced_braces(last) else None
     if "/" not in glob:
@@ -207,12 +209,20 @@ def _python_search(
 def _search_file(
     path: str, regex: re.Pattern[str], context: int, prefilter: bool = True
 ) -> list[Hit]:
-    """Lines as ripgrep sees them: BOMs honoured, CRLF as one line ending, NUL means binary."""
+    """Lines as ripgrep sees them: BOMs honoured, CRLF as one line ending, NUL means binary.
+
+    Only a regular file is read, opened without blocking or following a link: the
+    walk saw a regular file, but a command may have swapped in a FIFO since.
+    """
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        with open(path, "rb") as handle:
-            data = handle.read()
+        fd = os.open(path, flags)
     except OSError:
         return []
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return []
+        data = handle.read()
     if data.startswith((b"\xff\xfe", b"\xfe\xff")):
         text = data.decode("utf-16", errors="replace")
         if "\0" in text:
@@ -312,6 +322,17 @@ def _clip(text: str) -> str:
     if len(text) <= MAX_LINE_CHARS:
         return text
     return f"{text[:MAX_LINE_CHARS]}… [line truncated: {len(text)} chars]"
+
+
+def _glob_matcher(glob: str, what: str) -> GlobMatcher:
+    try:
+        return GlobMatcher(glob, braces=True)
+    except (re.error, ValueError) as exc:
+        raise ToolError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"{what} {glob!r} is not a valid glob: {exc}",
+            "use a simple glob such as '*.py' or 'src/**/*.ts'",
+        ) from exc
 
 
 def _clean_glob(pattern: str, what: str) -> str:

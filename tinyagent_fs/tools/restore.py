@@ -10,6 +10,22 @@ from ..journal import JournalEntry, UndoJournal
 from .context import ToolContext
 
 
+def check_entry_paths(ctx: ToolContext, entry: JournalEntry) -> None:
+    """Every path of a journal entry, guarded again as a write before anything is planned.
+
+    The journal is verified, but the guard is the authority on what may be written
+    now (a denial added since, a symlink swapped in since), so undo asks it again.
+    """
+    for item in entry.files:
+        for raw in (item.path, item.dest):
+            if raw is not None and ctx.resolve(raw, for_write=True) != Path(raw):
+                raise ToolError(
+                    ErrorCode.PATH_OUTSIDE_ROOT,
+                    f"Change {entry.change_id} names a path that no longer resolves to itself.",
+                    "Fix the file by hand with edit_file or write_file.",
+                )
+
+
 async def change_to(
     ctx: ToolContext, path: Path, wanted: bytes | None, mode: int | None, landed_hash: str
 ) -> FileChange | None:
@@ -89,6 +105,11 @@ async def recover_interrupted(ctx: ToolContext, journal: UndoJournal) -> list[st
     """
     recovered: list[str] = []
     for entry in journal.pending():
+        try:
+            check_entry_paths(ctx, entry)
+        except ToolError:
+            journal.abandon(entry.change_id)
+            continue
         directories = {str(Path(f.path).parent) for f in entry.files}
         directories |= {str(Path(f.dest).parent) for f in entry.files if f.dest}
         await ctx.provider.call(

@@ -10,7 +10,7 @@ from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from .context import ToolContext
 from .plan import Plan
-from .restore import changes_back_to_old, unchanged_since
+from .restore import changes_back_to_old, check_entry_paths, unchanged_since
 from .result import ToolResult
 from .spec import ToolSpec, schema
 
@@ -33,6 +33,7 @@ async def plan_undo(ctx: ToolContext, args: dict[str, Any]) -> Plan:
             f"change {entry.change_id} was already undone by {entry.undone_by}",
             f"undo {entry.undone_by} to redo it",
         )
+    check_entry_paths(ctx, entry)
     for item in entry.files:
         if item.kind in (ChangeKind.MKDIR.value, ChangeKind.RMDIR.value):
             continue

@@ -17,6 +17,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..display_safe import visible
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from .call_text import (
     argument_change_message,
@@ -303,11 +304,14 @@ def _arguments_html(call: ToolCall) -> str:
         command = str(call.args.get("command", ""))
         workdir = str(call.args.get("workdir") or ".")
         timeout = call.args.get("timeout_s")
-        rows = [f"<div>Working directory: <code>{html.escape(workdir)}</code> (in the project)"]
+        rows = [
+            f"<div>Working directory: <code>{html.escape(visible(workdir))}</code> (in the project)"
+        ]
         if timeout is not None:
             rows.append(f" · timeout {html.escape(str(timeout))} s")
         rows.append("</div>")
-        return f'<pre style="{style}">$ {html.escape(command)}</pre>' + "".join(rows)
+        shown = html.escape(visible(command, keep_newlines=True))
+        return f'<pre style="{style}">$ {shown}</pre>' + "".join(rows)
     body = json.dumps(call.args, indent=2, ensure_ascii=False, default=str)
     return f'<pre style="{style}">{html.escape(body)}</pre>'
 

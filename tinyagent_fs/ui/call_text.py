@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from ..changes import ChangeKind, ChangeSet, relative_path
+from ..display_safe import visible
 from ..hooks.decision import Decision, ToolCall, Verdict
 from .diff_sections import file_diffs
 
@@ -26,17 +27,20 @@ def summarise(call: ToolCall) -> str:
     if changeset is not None:
         # Counted from the diff the pipeline already made: diffing again can take seconds.
         sections = file_diffs(changeset, call.diff or None)
-        files = ", ".join(
-            f"{relative_path(c.path, changeset.root)} → {relative_path(c.dest, changeset.root)}"
-            if c.dest is not None
-            else f"{relative_path(c.path, changeset.root)} ({c.kind.value})"
-            for c in changeset.changes
+        files = visible(
+            ", ".join(
+                f"{relative_path(c.path, changeset.root)} → {relative_path(c.dest, changeset.root)}"
+                if c.dest is not None
+                else f"{relative_path(c.path, changeset.root)} ({c.kind.value})"
+                for c in changeset.changes
+            )
         )
         added = sum(s.added for s in sections)
         removed = sum(s.removed for s in sections)
         return f"{call.tool} {files} +{added} −{removed}"
     if call.tool == "run_command":
-        return f"run_command $ {_preview(call.args.get('command', ''))}"
+        # The whole command, never a preview: what a person approves is what runs.
+        return f"run_command $ {visible(str(call.args.get('command', '')))}"
     return f"{call.tool} {_preview(json.dumps(call.args, ensure_ascii=False, default=str))}"
 
 
@@ -105,8 +109,8 @@ def record_html(call: ToolCall, summary: str, decision: Decision, how: str = "")
 def _preview(text: str) -> str:
     first = text.splitlines()[0] if text else ""
     if len(first) <= ARG_PREVIEW_CHARS and first == text:
-        return first
-    return f"{first[:ARG_PREVIEW_CHARS]}… ({len(text)} chars)"
+        return visible(first)
+    return f"{visible(first[:ARG_PREVIEW_CHARS])}… ({len(text)} chars)"
 
 
 def _first_line(text: str) -> str:
