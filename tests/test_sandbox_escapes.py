@@ -365,3 +365,17 @@ async def test_git_dir_created_by_a_command_is_protected_from_the_next_call(
     assert second["exit_code"] != 0
     assert sandbox.provider.worker_pid != before
     assert not (sandbox.root / ".git" / "hooks" / "pre-commit").exists()
+
+
+async def test_commands_cannot_plant_fifos_or_sockets_in_the_root(sandbox: Sandbox) -> None:
+    """A FIFO named like a file the toolkit or ripgrep opens would block the opener."""
+    result = await sandbox.run(
+        "mkfifo .gitignore; echo fifo=$?;"
+        " python3 -c 'import os; os.mkfifo(\"sub.fifo\")' 2>/dev/null; echo py=$?;"
+        ' mkfifo "$TMPDIR/scratch.fifo"; echo tmp=$?'
+    )
+    assert "fifo=1" in result["stdout"], result
+    assert "py=1" in result["stdout"], result
+    assert "tmp=0" in result["stdout"], result
+    assert not (sandbox.root / ".gitignore").exists()
+    assert not (sandbox.root / "sub.fifo").exists()

@@ -98,7 +98,9 @@ def _confine(config: dict[str, Any]) -> dict[str, Any]:
         raise SelfCheckFailed(f"capabilities remain after dropping them: {capability_sets}")
     status = landlock_rules.restrict_self(
         landlock_rules.LandlockRules(
-            writable=tuple(config["writable"]), readable=tuple(config["readable"])
+            writable=tuple(path for path in config["writable"] if path != config["tmpdir"]),
+            readable=tuple(config["readable"]),
+            scratch=(config["tmpdir"],),
         )
     )
     skipped = seccomp_filter.install_filter()

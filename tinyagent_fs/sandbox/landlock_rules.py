@@ -55,6 +55,9 @@ NEVER_GRANTED = MAKE_CHAR | MAKE_BLOCK | IOCTL_DEV
 """Handled but granted nowhere, not even in writable roots: a process with CAP_MKNOD
 (root in a container) could otherwise create a disk's device node in the root and
 open it, which Landlock would allow because the node lies beneath the root."""
+SPECIAL_FILES = MAKE_FIFO | MAKE_SOCK
+"""Granted in scratch space only: a FIFO planted where the toolkit (or ripgrep, which
+reads every ``.gitignore`` it meets) expects a file would block whoever opens it."""
 DEVICE_RW_RIGHTS = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
 
 
@@ -128,8 +131,9 @@ def set_no_new_privs() -> None:
 class LandlockRules:
     """Where the sandboxed process may go.
 
-    ``writable`` gets every handled right but device creation and device ioctls
-    (beneath it: create, remove, rename, link, truncate, execute); ``readable``
+    ``writable`` gets every handled right but device creation, device ioctls and
+    FIFO/socket creation (beneath it: create, remove, rename, link, truncate,
+    execute); ``scratch`` (the private TMPDIR) may hold FIFOs and sockets too; ``readable``
     gets read and execute; ``devices`` (e.g. /dev/null) get read, write,
     truncate and device ioctls on that node only.
     Paths that do not exist are skipped and listed in the status.
@@ -137,6 +141,7 @@ class LandlockRules:
 
     writable: tuple[str, ...]
     readable: tuple[str, ...]
+    scratch: tuple[str, ...] = ()
     devices: tuple[str, ...] = ("/dev/null",)
     read_only_devices: tuple[str, ...] = ("/dev/urandom", "/dev/random", "/dev/zero")
 
@@ -179,7 +184,8 @@ def restrict_self(rules: LandlockRules) -> LandlockStatus:
     skipped: list[str] = []
     try:
         grants = (
-            [(path, handled_fs & ~NEVER_GRANTED) for path in rules.writable]
+            [(path, handled_fs & ~NEVER_GRANTED & ~SPECIAL_FILES) for path in rules.writable]
+            + [(path, handled_fs & ~NEVER_GRANTED) for path in rules.scratch]
             + [(path, READ_RIGHTS) for path in rules.readable]
             + [(path, DEVICE_RW_RIGHTS) for path in rules.devices]
             + [(path, READ_FILE) for path in rules.read_only_devices]
