@@ -34,7 +34,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..audit import AuditLog
-from ..hooks.decision import Decision, Risk, ToolCall
+from ..hooks.decision import Decision, ToolCall
 from ..hooks.policies import policy_from_name
 from ..policy import SandboxPolicy
 from ..providers import make_provider
