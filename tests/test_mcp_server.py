@@ -120,7 +120,10 @@ async def test_reads_edits_and_refuses_an_escape_all_audited(
     assert not read.is_error
     assert "     5\tdef sub(a, b):" in read.content[0].text
     assert not edit.is_error
-    assert edit.content[0].text.startswith("Edited src/pkg/core.py: 1 replacement(s)")
+    edit_lines = edit.content[0].text.splitlines()
+    assert edit_lines[0].startswith("Edited src/pkg/core.py: 1 replacement(s)")
+    assert edit_lines[1].startswith("@@ ")
+    assert "-    return a - b\n+    return b - a" in "\n".join(edit_lines[:10])
     assert "return b - a" in (project / "src/pkg/core.py").read_text()
     assert escape.is_error
     assert error_code(escape) == "PATH_OUTSIDE_ROOT"
