@@ -21,9 +21,11 @@ from typing import Any
 import pytest
 from mcp import Client, StdioServerParameters, types
 
+from tinyagent_fs import __version__
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.cli import main
 from tinyagent_fs.tools.registry import tool_table
+from tinyagent_fs.tools.schema_export import portable_schema
 
 Answer = types.ElicitResult
 
@@ -37,6 +39,7 @@ async def connect(
     mode: str = "auto",
     answers: list[Answer] | None = None,
     questions: list[str] | None = None,
+    extra_args: tuple[str, ...] = (),
 ) -> AsyncIterator[Client]:
     """A client session with a fresh server; ``answers`` enables elicitation."""
 
@@ -47,7 +50,7 @@ async def connect(
 
     server = StdioServerParameters(
         command=sys.executable,
-        args=["-m", "tinyagent_fs", "mcp", "--root", str(root), "--policy", policy],
+        args=["-m", "tinyagent_fs", "mcp", "--root", str(root), "--policy", policy, *extra_args],
         env={**os.environ, "TINYAGENT_FS_AUDIT_DIR": str(audit_dir)},
     )
     callback = elicit if answers is not None else None
@@ -61,8 +64,22 @@ def events(audit_dir: Path) -> list[dict[str, Any]]:
 
 
 def error_code(result: types.CallToolResult) -> str | None:
-    error = result.structured_content["error"]
+    error = result.structured_content.get("error")
     return error["code"] if error else None
+
+
+OVERWRITING = {
+    "write_file",
+    "edit_file",
+    "multi_edit",
+    "apply_patch",
+    "move_path",
+    "copy_path",
+    "update_file",
+    "delete_path",
+    "undo",
+    "run_command",
+}
 
 
 EDIT = {"path": "src/pkg/core.py", "old_string": "return a - b", "new_string": "return b - a"}
@@ -73,20 +90,21 @@ async def test_lists_every_tool_with_our_schema_and_risk_hints(
 ) -> None:
     async with connect(project, isolated_audit_dir, "auto-approve") as client:
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+        server = client.server_info
 
     specs = tool_table()
     assert set(listed) == set(specs)
+    assert (server.name, server.version) == ("tinyagent-fs", __version__)
     for name, spec in specs.items():
-        assert listed[name].input_schema == spec.parameters
+        assert listed[name].input_schema == portable_schema(spec.parameters)
+        assert '"null"' not in json.dumps(listed[name].input_schema)
         assert listed[name].description == spec.description
-    hints = {
-        name: (t.annotations.read_only_hint, t.annotations.destructive_hint)
-        for name, t in listed.items()
-    }
-    assert hints["read_file"] == (True, False)
-    assert hints["edit_file"] == (False, False)
-    assert hints["delete_path"] == (False, True)
-    assert hints["run_command"] == (False, True)
+        assert listed[name].title and listed[name].annotations.title == listed[name].title
+        assert listed[name].output_schema["required"] == ["ok", "data"]
+    destructive = {name for name, t in listed.items() if t.annotations.destructive_hint}
+    assert destructive == OVERWRITING
+    assert listed["read_file"].annotations.read_only_hint is True
+    assert listed["create_directory"].annotations.read_only_hint is False
     assert listed["grep"].annotations.idempotent_hint is True
     assert listed["write_file"].annotations.idempotent_hint is False
 
@@ -102,7 +120,10 @@ async def test_reads_edits_and_refuses_an_escape_all_audited(
     assert not read.is_error
     assert "     5\tdef sub(a, b):" in read.content[0].text
     assert not edit.is_error
-    assert edit.content[0].text.startswith("Edited src/pkg/core.py: 1 replacement(s)")
+    edit_lines = edit.content[0].text.splitlines()
+    assert edit_lines[0].startswith("Edited src/pkg/core.py: 1 replacement(s)")
+    assert edit_lines[1].startswith("@@ ")
+    assert "-    return a - b\n+    return b - a" in "\n".join(edit_lines[:10])
     assert "return b - a" in (project / "src/pkg/core.py").read_text()
     assert escape.is_error
     assert error_code(escape) == "PATH_OUTSIDE_ROOT"
@@ -194,6 +215,51 @@ async def test_a_declined_elicitation_denies_the_edit_with_the_persons_reason(
     assert (project / "src/pkg/core.py").read_text() == before
     last = events(isolated_audit_dir)[-1]
     assert (last["outcome"], last["decided_by"]) == ("denied", "mcp-elicitation")
+
+
+async def test_structured_results_match_the_declared_output_schema(
+    project: Path, isolated_audit_dir: Path
+) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    async with connect(project, isolated_audit_dir, "auto-approve") as client:
+        listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+        read = await client.call_tool("read_file", {"path": "src/pkg/core.py"})
+        missing = await client.call_tool("read_file", {"path": "no/such.py"})
+
+    for result in (read, missing):
+        jsonschema.validate(result.structured_content, listed["read_file"].output_schema)
+    assert read.structured_content["ok"] is True and "error" not in read.structured_content
+    assert error_code(missing) == "NOT_FOUND"
+
+
+async def test_the_per_minute_request_budget_comes_from_the_command_line(
+    project: Path, isolated_audit_dir: Path
+) -> None:
+    limited = ("--max-requests-per-minute", "2")
+    async with connect(project, isolated_audit_dir, "auto-approve", extra_args=limited) as client:
+        calls = [await client.call_tool("file_exists", {"path": "README.md"}) for _ in range(3)]
+    assert [error_code(call) for call in calls] == [None, None, "RATE_LIMITED"]
+
+    off = ("--max-requests-per-minute", "0", "--max-bytes-per-minute", "0")
+    async with connect(project, isolated_audit_dir, "auto-approve", extra_args=off) as client:
+        calls = [await client.call_tool("file_exists", {"path": "README.md"}) for _ in range(600)]
+    assert all(not call.is_error for call in calls)
+
+
+async def test_the_per_minute_byte_budget_comes_from_the_command_line(
+    project: Path, isolated_audit_dir: Path
+) -> None:
+    size = (project / "src/pkg/core.py").stat().st_size
+    limited = ("--max-bytes-per-minute", str(size + size // 2))
+    async with connect(project, isolated_audit_dir, "auto-approve", extra_args=limited) as client:
+        first = await client.call_tool("read_file", {"path": "src/pkg/core.py"})
+        second = await client.call_tool("read_file", {"path": "src/pkg/core.py"})
+    assert (error_code(first), error_code(second)) == (None, "RATE_LIMITED")
+
+
+def test_a_negative_budget_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    assert main(["mcp", "--root", str(tmp_path), "--max-requests-per-minute", "-1"]) == 2
+    assert "0 (off) or more" in capsys.readouterr().err
 
 
 def test_a_missing_root_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

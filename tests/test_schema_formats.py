@@ -10,6 +10,7 @@ in CI instead.
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -128,3 +129,16 @@ def _example(prop: dict[str, Any]) -> Any:
     if kind == "object":
         return {key: _example(prop["properties"][key]) for key in prop.get("required", [])}
     return {"string": "x", "integer": prop.get("minimum", 1), "boolean": False}[kind]
+
+
+@pytest.mark.parametrize("fmt", ["openai", "anthropic", "json"])
+def test_no_format_exports_a_nullable_union(fs: FileTools, fmt: str) -> None:
+    """Older clients reject ``["integer", "null"]``: an optional parameter is just optional."""
+    assert any('"null"' in json.dumps(spec.parameters) for spec in fs.tools.values())
+    assert '"null"' not in json.dumps(fs.tool_schemas(fmt))
+
+
+async def test_an_explicit_null_for_an_optional_parameter_still_works(fs: FileTools) -> None:
+    """Callers built against the old nullable schema keep working."""
+    result = await fs.call("read_file", {"path": "README.md", "limit": None})
+    assert result.ok, result.text

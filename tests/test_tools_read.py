@@ -135,3 +135,28 @@ async def test_secrets_are_refused_for_reading(fs: FileTools) -> None:
     result = await fs.read_file(".env")
     assert result.error.code == "DENIED_PATTERN"
     assert result.error.security_violation
+
+
+async def test_errors_name_paths_relative_to_the_root_on_every_provider(
+    fs: FileTools, project: Path
+) -> None:
+    """The model never learns where the project lives, and both providers say the same."""
+    missing = await fs.read_file("src/nope.py")
+    assert missing.error.code == "NOT_FOUND"
+    assert missing.error.message == "src/nope.py does not exist"
+    through_file = await fs.read_file("README.md/inner.txt")
+    assert through_file.error.code == "NOT_A_DIRECTORY"
+    assert through_file.error.message.startswith("README.md/inner.txt: ")
+    many = await fs.call("read_many_files", {"paths": ["gone.txt", "README.md/x"]})
+    for result in (missing, through_file, many):
+        assert str(project) not in result.text
+        assert "Errno" not in result.text and "read_bytes" not in result.text
+
+
+async def test_writing_below_a_file_is_not_a_directory_without_os_text(
+    fs: FileTools, project: Path
+) -> None:
+    result = await fs.write_file("README.md/sub/child.txt", "x")
+    assert result.error.code == "NOT_A_DIRECTORY"
+    assert str(project) not in result.text and "Errno" not in result.text
+    assert (project / "README.md").read_text() == "# Sample\n"

@@ -12,6 +12,7 @@ from typing import Any
 from .audit import AuditLog, AuditReader
 from .hooks.policies import POLICY_NAMES, policy_from_name
 from .hooks.terminal import TerminalHook
+from .policy import SandboxPolicy
 from .providers import PROVIDER_NAMES, make_provider
 from .tools.facade import FileTools
 from .tools.registry import tool_table
@@ -69,6 +70,20 @@ def _parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--provider", choices=PROVIDER_NAMES, default="auto")
     mcp.add_argument("--audit-dir", default=None, help="where the audit log lives")
+    mcp.add_argument(
+        "--max-requests-per-minute",
+        type=int,
+        default=SandboxPolicy.max_requests_per_round,
+        help="tool calls allowed per minute before RATE_LIMITED "
+        f"(default {SandboxPolicy.max_requests_per_round}; 0 = off)",
+    )
+    mcp.add_argument(
+        "--max-bytes-per-minute",
+        type=int,
+        default=SandboxPolicy.max_bytes_per_round,
+        help="bytes read per minute before RATE_LIMITED "
+        f"(default {SandboxPolicy.max_bytes_per_round}; 0 = off)",
+    )
     return parser
 
 
@@ -108,7 +123,14 @@ def _mcp(options: argparse.Namespace) -> int:
     except ImportError as exc:
         print(f"tinyagent-fs: {exc}; pip install 'tinyagent-fs[mcp]'", file=sys.stderr)
         return USAGE_ERROR
-    return serve(options.root, options.policy, options.provider, options.audit_dir)
+    return serve(
+        options.root,
+        options.policy,
+        options.provider,
+        options.audit_dir,
+        max_requests_per_minute=options.max_requests_per_minute,
+        max_bytes_per_minute=options.max_bytes_per_minute,
+    )
 
 
 def _audit_tail(options: argparse.Namespace) -> int:

@@ -40,6 +40,7 @@ from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
 from ..tools.facade import FileTools
 from ..tools.result import ToolResult
+from ..tools.schema_export import portable_schema
 
 OWNER_ATTRIBUTE = "__tinyagent_fs__"
 """Set on the tool functions ``register_tools`` creates, naming the FileTools behind them."""
@@ -101,7 +102,8 @@ def _tool_function(fs: FileTools, name: str) -> Any:
     call_tool.__name__ = name
     call_tool.__qualname__ = name
     setattr(call_tool, OWNER_ATTRIBUTE, fs)
-    decorate = tool(name=name, description=spec.description, schema=copy.deepcopy(spec.parameters))
+    schema = portable_schema(spec.parameters)
+    decorate = tool(name=name, description=spec.description, schema=schema)
     return decorate(call_tool)
 
 

@@ -14,6 +14,7 @@ from ..limits import ResourceLimiter
 from ..policy import SandboxPolicy
 from ..providers.base import Provider
 from ..text import DecodedText, decode_text
+from .error_text import retold
 
 
 @dataclass
@@ -87,9 +88,12 @@ class ToolContext:
         return missing[::-1]
 
     async def read_bytes(self, path: Path, max_bytes: int | None = None) -> bytes:
-        data: bytes = await self.provider.call(
-            "read_bytes", path=str(path), max_bytes=max_bytes or self.policy.max_file_bytes
-        )
+        try:
+            data: bytes = await self.provider.call(
+                "read_bytes", path=str(path), max_bytes=max_bytes or self.policy.max_file_bytes
+            )
+        except ToolError as error:
+            raise retold(error, str(path), self.relative(path), str(self.root)) from None
         self.limiter.charge_bytes(len(data))
         return data
 

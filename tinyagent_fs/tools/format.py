@@ -32,6 +32,22 @@ def snippet(text: str, start_line: int, end_line: int, context: int = 3) -> str:
     return body
 
 
+DIFF_LINES = 40
+
+
+def short_diff(diff: str, max_lines: int = DIFF_LINES) -> str:
+    """The hunks of a unified diff, capped: a model sees what changed without re-reading.
+
+    The ``---``/``+++`` header goes (the result's first line names the file), so
+    the first line after it is already a hunk.
+    """
+    lines = [
+        line.rstrip("\r\n") for line in diff.splitlines() if not line.startswith(("--- ", "+++ "))
+    ]
+    shown, marker = cap_lines(lines, max_lines, "diff lines")
+    return "\n".join([*shown, marker] if marker else shown)
+
+
 def cap_lines(lines: list[str], limit: int, what: str) -> tuple[list[str], str]:
     """At most ``limit`` lines and a marker saying how many were left out."""
     if len(lines) <= limit:

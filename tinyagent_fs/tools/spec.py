@@ -37,6 +37,11 @@ class ToolSpec:
     def read_only(self) -> bool:
         return self.risk is Risk.READ
 
+    @property
+    def title(self) -> str:
+        """A human label for tool pickers: ``read_many_files`` -> ``Read many files``."""
+        return self.name.replace("_", " ").capitalize()
+
 
 def schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:
     return {

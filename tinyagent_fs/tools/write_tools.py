@@ -15,7 +15,7 @@ from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from ..text import UTF8_LF, DecodedText, decode_text, encode_text, split_lines
 from .context import ToolContext
-from .format import snippet
+from .format import short_diff, snippet
 from .plan import Plan
 from .result import ToolResult
 from .spec import ToolSpec, boolean, integer, schema, string
@@ -165,7 +165,7 @@ def _edit_plan(
         done = final.changes[0]
         new_text = done.new_text or ""
         ranges = result.changed_lines if new_text == result.text else [(1, 1)]
-        shown_snippets = [snippet(new_text, start, end) for start, end in ranges[:5]]
+        after_edit = "\n...\n".join(snippet(new_text, start, end) for start, end in ranges[:5])
         added, removed = done.line_counts()
         head = f"Edited {shown}: {result.replacements} replacement(s), +{added} -{removed} lines"
         if result.tolerance != "exact":
@@ -174,7 +174,7 @@ def _edit_plan(
                 "at the one location that fits)"
             )
         return ToolResult.success(
-            head + "\n" + "\n...\n".join(shown_snippets),
+            "\n".join((head, short_diff(final.unified_diff()), "After the edit:", after_edit)),
             {
                 "path": shown,
                 "replacements": result.replacements,
