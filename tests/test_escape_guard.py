@@ -21,6 +21,7 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.guard import PathGuard
 from tinyagent_fs.hooks.decision import Risk, ToolCall
 from tinyagent_fs.hooks.terminal import TerminalHook
+from tinyagent_fs.integrations.mcp_server import approval_message
 from tinyagent_fs.journal import CHANGE_ID_FORMAT, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
 from tinyagent_fs.ops.glob_match import GlobMatcher
 from tinyagent_fs.ops.ripgrep import find_ripgrep
@@ -330,6 +331,22 @@ def test_terminal_diff_of_a_file_with_escape_sequences_is_shown_escaped(tmp_path
     TerminalHook(io.StringIO("n\n"), out, color=False).before_tool_execution(call)
     assert "\x1b" not in out.getvalue() and "\u202e" not in out.getvalue()
     assert "+\\x1b[1A\\x1b[2Kinnocent\\u202eexe.txt" in out.getvalue()
+
+
+def test_mcp_elicitation_message_neutralises_escape_sequences(tmp_path: Path) -> None:
+    command = ToolCall("run_command", {"command": HIDDEN + "\u202e"}, Risk.EXECUTE)
+    shown = approval_message(command)
+    assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f\u202e]", shown), shown
+    assert shown.count("rm -rf data") == 10
+    new = "ok\n\x1b[1A\x1b[2Kinnocent\u202eexe.txt\n"
+    change = FileChange(ChangeKind.CREATE, tmp_path / "a.txt", None, new.encode(), new_text=new)
+    changeset = ChangeSet("write_file", (change,), tmp_path)
+    write = ToolCall(
+        "write_file", {"path": "a.txt"}, Risk.WRITE, changeset, changeset.unified_diff()
+    )
+    shown = approval_message(write)
+    assert "\x1b" not in shown and "\u202e" not in shown
+    assert "+\\x1b[1A\\x1b[2Kinnocent\\u202eexe.txt" in shown
 
 
 # --- paths: Windows forms, Unicode normalisation, case-insensitive file systems ----------

@@ -35,6 +35,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from .. import __version__
 from ..audit import AuditLog
+from ..display_safe import visible
 from ..hooks.decision import Decision, ToolCall
 from ..hooks.policies import policy_from_name
 from ..policy import SandboxPolicy
@@ -105,9 +106,13 @@ def approval_message(call: ToolCall) -> str:
         diff = call.diff
         if len(diff) > DIFF_CHARS:
             diff = diff[:DIFF_CHARS] + f"\n[... diff cut at {DIFF_CHARS} characters]"
-        head = f"The agent wants to run {call.tool} on {paths} (+{added} -{removed} lines)."
-        return f"{head}\n\n{diff}\nApprove this change?"
-    shown = json.dumps(call.args, ensure_ascii=False, indent=2, default=str)
+        head = (
+            f"The agent wants to run {call.tool} on {visible(paths)} (+{added} -{removed} lines)."
+        )
+        return f"{head}\n\n{visible(diff, keep_newlines=True)}\nApprove this change?"
+    shown = visible(
+        json.dumps(call.args, ensure_ascii=False, indent=2, default=str), keep_newlines=True
+    )
     return f"The agent wants to run {call.tool} ({call.risk.value}) with:\n{shown}\nApprove?"
 
 
