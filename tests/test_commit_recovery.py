@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 from tinyagent_fs import FileTools, SandboxPolicy
@@ -18,23 +18,41 @@ from tinyagent_fs.providers import LocalProvider
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 
 FILES = 40
+EVERY_NTH_STEP = 9
 
 MOVER = textwrap.dedent(
     """
-    import asyncio, sys
+    import asyncio, os, sys, time
     from tinyagent_fs import FileTools
     from tinyagent_fs.hooks import AutoApprovePolicy
     from tinyagent_fs.providers import LocalProvider
 
+    root, stop_at = os.path.realpath(sys.argv[1]), int(sys.argv[2])
+    steps = 0
+
+    def counted(name):
+        real = getattr(os, name)
+
+        def step(*args, **kwargs):
+            global steps
+            if any(str(arg).startswith(root) for arg in args[:2]):
+                steps += 1
+                if steps == stop_at:  # tell the parent where we are, then wait for the kill
+                    print("step", steps, name, args[0], flush=True)
+                    time.sleep(600)
+            return real(*args, **kwargs)
+
+        return step
+
+    for name in ("replace", "rename", "link", "unlink", "mkdir", "rmdir"):
+        setattr(os, name, counted(name))
+
     async def main():
-        # In-process commits: the SIGKILL lands inside the commit itself.
-        fs = FileTools(sys.argv[1], provider=LocalProvider(), hooks=[AutoApprovePolicy()],
-                       audit=False)
-        print("ready", flush=True)
-        while True:
-            for src, dst in (("a", "b"), ("b", "a")):
-                result = await fs.move_path(src, dst)
-                assert result.ok, result.text
+        # In-process commits, so the kill lands inside the commit itself.
+        fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
+        result = await fs.move_path("a", "b")
+        assert result.ok, result.text
+        print("done", steps, flush=True)
 
     asyncio.run(main())
     """
@@ -53,37 +71,59 @@ def where_files_are(root: Path) -> dict[str, list[str]]:
     return found
 
 
-def test_killed_multi_file_commit_recovers_to_a_consistent_tree(project: Path) -> None:
+def fresh_tree(project: Path) -> None:
+    for folder in ("a", "b"):
+        shutil.rmtree(project / folder, ignore_errors=True)
     (project / "a").mkdir()
     for i in range(FILES):
         (project / "a" / f"f{i:02}.txt").write_bytes(content(i))
-    recovered = 0
-    for attempt in range(8):
-        child = subprocess.Popen(
-            [sys.executable, "-c", MOVER, str(project)], stdout=subprocess.PIPE, text=True
-        )
-        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-        time.sleep(0.05 + 0.031 * attempt)
+
+
+def run_mover(project: Path, stop_at: int) -> str:
+    """The mover's first line: where it stopped (then it is killed there), or "done N"."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", MOVER, str(project), str(stop_at)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    line = child.stdout.readline().strip()
+    if line.startswith("step"):
         os.kill(child.pid, signal.SIGKILL)
-        child.wait()
-        child.stdout.close()
+    assert child.wait(timeout=60) in (0, -signal.SIGKILL), line
+    child.stdout.close()
+    return line
+
+
+def test_killed_multi_file_commit_recovers_to_a_consistent_tree(project: Path) -> None:
+    """Kill the commit at chosen filesystem steps (the child proves it got there);
+    each time recovery must find the interrupted change and undo it whole."""
+    fresh_tree(project)
+    finished = run_mover(project, stop_at=10**9)
+    assert finished.startswith("done"), finished
+    total = int(finished.split()[1])
+    assert total >= FILES, f"a {FILES}-file move took only {total} filesystem steps"
+    stops = sorted({1, 2, total // 2, total - 1, total, *range(3, total, EVERY_NTH_STEP)})
+    names = {f"f{i:02}.txt" for i in range(FILES)}
+    for stop_at in stops:
+        fresh_tree(project)
+        shutil.rmtree(os.environ["TINYAGENT_FS_JOURNAL_DIR"], ignore_errors=True)
+        where = run_mover(project, stop_at)
+        assert where.startswith(f"step {stop_at} "), f"kill at {stop_at} missed: {where!r}"
         for i in range(FILES):  # before recovery: each file whole, wherever it is
             for folder in ("a", "b"):
                 path = project / folder / f"f{i:02}.txt"
                 if path.exists():
-                    assert path.read_bytes() == content(i)
-        recovered += asyncio.run(_recover(project))
+                    assert path.read_bytes() == content(i), f"torn file after {where}"
+        recovered = asyncio.run(_recover(project))
+        assert recovered == 1, f"recovery did not find the commit killed at {where}"
         places = where_files_are(project)
-        names = {f"f{i:02}.txt" for i in range(FILES)}
         assert set(places) == names | {"README.md", "core.py", "guide.md", "__init__.py", ".env"}, (
-            f"leftovers after kill {attempt}: {places}"
+            f"leftovers after the kill at {where}: {places}"
         )
-        folders = {tuple(places[name]) for name in names}
-        assert folders in ({("a",)}, {("b",)}), f"torn tree after kill {attempt}: {folders}"
+        assert {tuple(places[name]) for name in names} == {("a",)}, f"not undone after {where}"
         for name in names:
-            folder = places[name][0]
-            assert (project / folder / name).read_bytes() == content(int(name[1:3]))
-    assert recovered > 0, "no kill landed inside a commit: the test proved nothing"
+            assert (project / "a" / name).read_bytes() == content(int(name[1:3]))
 
 
 async def test_worker_killed_mid_commit_leaves_a_consistent_tree(project: Path) -> None:
