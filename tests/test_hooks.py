@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tinyagent_fs import FileTools
 from tinyagent_fs.hooks import (
     AutoApprovePolicy,
@@ -132,3 +134,36 @@ async def test_risk_based_policy_asks_its_approver_and_honours_trust(project: Pa
 async def test_auto_approve_lets_writes_through(project: Path, audit) -> None:
     fs = FileTools(project, hooks=[AutoApprovePolicy()], audit=audit)
     assert (await fs.write_file("a.txt", "1")).ok
+
+
+class Answers:
+    """A hook that answers with whatever it was given, Decision or not."""
+
+    name = "sloppy-hook"
+
+    def __init__(self, answer: object) -> None:
+        self.answer = answer
+
+    async def before_tool_execution(self, call: ToolCall) -> object:
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    "answer", [{"proceed": False}, {"proceed": True}, True, "yes", 1, ["proceed"]]
+)
+async def test_an_answer_that_is_not_a_decision_denies_and_names_the_hook(
+    project: Path, audit, answer: object
+) -> None:
+    before = (project / "README.md").read_bytes()
+    fs = FileTools(project, hooks=[Answers(answer)], audit=audit)
+    result = await fs.write_file("README.md", "overwritten\n")
+    assert not result.ok
+    assert result.error is not None and result.error.code == "DENIED_BY_HOOK"
+    assert "sloppy-hook" in result.text and "not a Decision" in result.text
+    assert (project / "README.md").read_bytes() == before
+
+
+async def test_a_hook_answering_none_lets_the_call_proceed(project: Path, audit) -> None:
+    fs = FileTools(project, hooks=[Answers(None)], audit=audit)
+    assert (await fs.write_file("README.md", "kept\n")).ok
+    assert (project / "README.md").read_text() == "kept\n"

@@ -50,9 +50,7 @@ class HookRunner:
             method = getattr(hook, "before_tool_execution", None)
             if method is None:
                 continue
-            decision = await _resolve(method(call))
-            if not isinstance(decision, Decision):
-                decision = Decision.proceed(decided_by=type(hook).__name__)
+            decision = _checked(await _resolve(method(call)), hook, call)
             decision = _named(decision, hook)
             if decision.verdict in (Verdict.DENY, Verdict.ALTERNATIVE_RESPONSE):
                 return Review(call, decision, tuple(modifications))
@@ -88,6 +86,21 @@ async def _resolve(value: Any) -> Any:
     if inspect.isawaitable(value):
         return await value
     return value
+
+
+def _checked(answer: Any, hook: Any, call: ToolCall) -> Decision:
+    """A hook's answer as a Decision: None proceeds, anything else that is not a
+    Decision denies (a typo like ``{"proceed": False}`` must never let a change through)."""
+    name = getattr(hook, "name", type(hook).__name__)
+    if answer is None:
+        return Decision.proceed(decided_by=name)
+    if isinstance(answer, Decision):
+        return answer
+    return Decision.deny(
+        f"hook {name} answered {call.tool} with a {type(answer).__name__}, not a Decision; "
+        "the call is denied until the hook returns Decision.proceed/deny/modify/alternative",
+        decided_by=name,
+    )
 
 
 def _named(decision: Decision, hook: Any) -> Decision:
