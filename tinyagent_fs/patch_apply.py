@@ -222,7 +222,7 @@ def _assemble(
     newline: str,
 ) -> str:
     """Untouched stretches as slices of ``text``; hunks as context lines from the file
-    and added lines with the file's newline."""
+    and added lines with the ending of the lines they replace (``_AddedLineEndings``)."""
     offsets = [0, *accumulate(len(line) for line in lines)]
     pieces: list[str] = []
 
@@ -236,12 +236,16 @@ def _assemble(
     for start, hunk, shift in placed:
         emit(text[offsets[previous] : offsets[start]])
         index = start
+        endings = _AddedLineEndings(newline)
         for line in hunk.lines:
             if line.op == " ":
                 emit(lines[index])
-            elif line.op == "+":
+                endings.saw_context(lines[index])
+            elif line.op == "-":
+                endings.saw_removed(lines[index])
+            else:
                 added = shift.reindent(line.text) if shift is not None else line.text
-                emit(added + ("" if line.no_newline else newline))
+                emit(added + ("" if line.no_newline else endings.next_added()))
             index += line.op != "+"
         previous = index
     emit(text[offsets[previous] :])
@@ -249,6 +253,37 @@ def _assemble(
     if style == "codex" and text and not text.endswith(("\n", "\r")):
         return _without_final_break(result)
     return result
+
+
+class _AddedLineEndings:
+    """The line break an added line gets: that of the removed line it takes the place
+    of, else of the nearest old line before it in the hunk, else the file's own.
+
+    In a file with mixed endings a replaced line so keeps its ending, as it would
+    with ``git apply`` for a patch made against that file.
+    """
+
+    def __init__(self, file_newline: str) -> None:
+        self.removed: list[str] = []
+        self.nearest = file_newline
+
+    def saw_context(self, line: str) -> None:
+        self.removed.clear()
+        self.nearest = _ending(line) or self.nearest
+
+    def saw_removed(self, line: str) -> None:
+        ending = _ending(line) or self.nearest
+        self.removed.append(ending)
+        self.nearest = ending
+
+    def next_added(self) -> str:
+        return self.removed.pop(0) if self.removed else self.nearest
+
+
+def _ending(line: str) -> str:
+    if line.endswith("\r\n"):
+        return "\r\n"
+    return line[-1] if line.endswith(("\n", "\r")) else ""
 
 
 def _without_final_break(text: str) -> str:
