@@ -71,7 +71,9 @@ def patch_text(fp: FilePatch, current_text: str | None, file_newline: str) -> Pa
 
 def _added_text(fp: FilePatch) -> str:
     return "".join(
-        line.text + ("" if line.no_newline else "\n") for hunk in fp.hunks for line in hunk.lines
+        line.text + ("" if line.no_newline else line.ending or "\n")
+        for hunk in fp.hunks
+        for line in hunk.lines
     )
 
 
@@ -245,7 +247,8 @@ def _assemble(
                 endings.saw_removed(lines[index])
             else:
                 added = shift.reindent(line.text) if shift is not None else line.text
-                emit(added + ("" if line.no_newline else endings.next_added()))
+                ending = endings.next_added()
+                emit(added + ("" if line.no_newline else line.ending or ending))
             index += line.op != "+"
         previous = index
     emit(text[offsets[previous] :])

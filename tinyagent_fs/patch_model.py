@@ -39,12 +39,14 @@ UNIFIED_FORMAT = """\
 class HunkLine:
     """``op`` is " " (context), "-" (removed) or "+" (added); ``text`` has no ending.
 
-    ``no_newline`` records a following ``\\ No newline at end of file``.
+    ``no_newline`` records a following ``\\ No newline at end of file``; ``ending``
+    is the line break the patch itself gives an added line ("" when it states none).
     """
 
     op: str
     text: str
     no_newline: bool = False
+    ending: str = ""
 
 
 @dataclass(frozen=True)

@@ -37,9 +37,9 @@ class ParsedPatch:
 
 def parse_patch(patch: str) -> ParsedPatch:
     """Parse either format; INVALID_ARGUMENT with the patch line number otherwise."""
-    lines = _unwrap_heredoc(
-        [(number, line.rstrip("\r\n")) for number, line in enumerate(split_lines(patch), 1)]
-    )
+    raw = split_lines(patch)
+    lines = _unwrap_heredoc([(number, line.rstrip("\r\n")) for number, line in enumerate(raw, 1)])
+    crlf = _crlf_lines(raw)
     content = [(number, line) for number, line in lines if line.strip()]
     if not content:
         raise ToolError(
@@ -48,7 +48,7 @@ def parse_patch(patch: str) -> ParsedPatch:
     if content[0][1].strip() == _BEGIN:
         files, style = _parse_codex(lines), "codex"
     elif any(line.startswith(("--- ", "diff --git ", "@@ ")) for _, line in content):
-        files, style = parse_unified(lines), "unified"
+        files, style = parse_unified(lines, crlf), "unified"
     else:
         raise malformed(
             content[0][0],
@@ -59,6 +59,15 @@ def parse_patch(patch: str) -> ParsedPatch:
     if not files:
         raise malformed(content[-1][0], "the patch changes no file", style)
     return ParsedPatch(files, style)
+
+
+def _crlf_lines(raw: list[str]) -> frozenset[int]:
+    """Numbers of the lines ending in CRLF, when the patch mixes endings (as ``git diff``
+    of a CRLF file does: LF headers, CRLF content). A patch that is CRLF throughout was
+    converted in transport (an editor, a clipboard), so it states no endings."""
+    crlf = frozenset(number for number, line in enumerate(raw, 1) if line.endswith("\r\n"))
+    broken = sum(1 for line in raw if line.endswith(("\n", "\r")))
+    return crlf if len(crlf) < broken else frozenset()
 
 
 def _unwrap_heredoc(lines: list[PatchLine]) -> list[PatchLine]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from tinyagent_fs.patch_model import FilePatch, Hunk, HunkLine, PatchLine, malformed
 
@@ -47,13 +48,16 @@ class _Section:
     hunks: list[Hunk] = field(default_factory=list)
 
 
-def parse_unified(lines: list[PatchLine]) -> list[FilePatch]:
+def parse_unified(lines: list[PatchLine], crlf: frozenset[int] = frozenset()) -> list[FilePatch]:
+    """``crlf`` holds the numbers of the patch lines that ended in CRLF; when there
+    are any, the patch states each added line's ending and it is written as given
+    (byte for byte what ``git apply`` writes)."""
     files: list[FilePatch] = []
     index = 0
     while index < len(lines):
         number, line = lines[index]
         if line.startswith("diff --git ") or _starts_file(lines, index):
-            section, index = _section(lines, index)
+            section, index = _section(lines, index, crlf)
             file = _file_patch(section)
             if file is not None:
                 files.append(file)
@@ -76,7 +80,7 @@ def _starts_file(lines: list[PatchLine], index: int) -> bool:
     )
 
 
-def _section(lines: list[PatchLine], index: int) -> tuple[_Section, int]:
+def _section(lines: list[PatchLine], index: int, crlf: frozenset[int]) -> tuple[_Section, int]:
     number, line = lines[index]
     section = _Section(number)
     if line.startswith("diff --git "):
@@ -94,7 +98,7 @@ def _section(lines: list[PatchLine], index: int) -> tuple[_Section, int]:
         section.new_path = _header_path(lines[index + 1][1][4:])
         index += 2
     while index < len(lines) and lines[index][1].startswith("@@"):
-        hunk, index = _hunk(lines, index)
+        hunk, index = _hunk(lines, index, crlf)
         section.hunks.append(hunk)
     if index < len(lines):
         _refuse_overlong_hunk(section, *lines[index])
@@ -130,7 +134,7 @@ def _refuse_overlong_hunk(section: _Section, number: int, line: str) -> None:
         )
 
 
-def _hunk(lines: list[PatchLine], index: int) -> tuple[Hunk, int]:
+def _hunk(lines: list[PatchLine], index: int, crlf: frozenset[int]) -> tuple[Hunk, int]:
     number, header = lines[index]
     match = _HUNK_HEADER.match(header.rstrip())
     if match is None:
@@ -172,7 +176,10 @@ def _hunk(lines: list[PatchLine], index: int) -> tuple[Hunk, int]:
                     f"the hunk {header.strip()!r} has more lines than its header counts",
                     "unified",
                 )
-            body.append(HunkLine(op, line[1:]))
+            ending = ""
+            if crlf and op == "+":
+                ending = "\r\n" if lines[index][0] in crlf else "\n"
+            body.append(HunkLine(op, line[1:], ending=ending))
         index += 1
     if index < len(lines) and lines[index][1].startswith("\\"):
         _mark_no_newline(body, lines[index][0])
@@ -196,7 +203,7 @@ def _mark_no_newline(body: list[HunkLine], number: int) -> None:
     if not body:
         raise malformed(number, "'\\ No newline at end of file' must follow a hunk line", "unified")
     last = body[-1]
-    body[-1] = HunkLine(last.op, last.text, no_newline=True)
+    body[-1] = HunkLine(last.op, last.text, no_newline=True, ending=last.ending)
 
 
 def _file_patch(section: _Section) -> FilePatch | None:
@@ -245,8 +252,38 @@ def _strip_prefix(path: str | None, prefix: str) -> str | None:
 
 
 def _header_path(text: str) -> str:
-    """A ``---``/``+++`` path without the timestamp ``diff -u`` appends after a tab."""
-    return _unquote(text.split("\t", 1)[0].rstrip())
+    """A ``---``/``+++`` path without the timestamp ``diff -u`` appends after a tab.
+
+    ``diff -N`` marks a file that does not exist on one side with the epoch as its
+    timestamp (``1970-01-01 00:00:00 +0000``, or that instant in another zone),
+    not with /dev/null; as ``patch`` does, such a side is /dev/null.
+    """
+    path, _, stamp = text.partition("\t")
+    if _is_epoch(stamp.strip()):
+        return DEV_NULL
+    return _unquote(path.rstrip())
+
+
+_ISO_STAMP = re.compile(
+    r"(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)?(?: ([+-])(\d\d)(\d\d))?$"
+)
+
+
+def _is_epoch(stamp: str) -> bool:
+    """Whether a diff timestamp names the Unix epoch (ISO form, or the ctime form)."""
+    if stamp == "Thu Jan  1 00:00:00 1970" or stamp == "Thu Jan 1 00:00:00 1970":
+        return True
+    match = _ISO_STAMP.match(stamp)
+    if match is None:
+        return False
+    year, month, day, hour, minute, second, sign, zone_h, zone_m = match.groups()
+    try:
+        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second))
+    except ValueError:
+        return False
+    offset = timedelta(hours=int(zone_h or 0), minutes=int(zone_m or 0))
+    utc = moment - offset if sign != "-" else moment + offset
+    return utc == datetime(1970, 1, 1)
 
 
 def _git_paths(text: str, number: int) -> tuple[str, str]:
