@@ -35,7 +35,8 @@ MOVER = textwrap.dedent(
 
         def step(*args, **kwargs):
             global steps
-            if any(str(arg).startswith(root) for arg in args[:2]):
+            inside = (os.path.realpath(os.path.dirname(str(arg))) for arg in args[:2])
+            if any(folder == root or folder.startswith(root + "/") for folder in inside):
                 steps += 1
                 if steps == stop_at:  # tell the parent where we are, then wait for the kill
                     print("step", steps, name, args[0], flush=True)

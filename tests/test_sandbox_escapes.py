@@ -166,7 +166,11 @@ async def test_symlink_to_outside_gives_no_access(sandbox: Sandbox) -> None:
     assert not (sandbox.outside / "planted.txt").exists()
     with pytest.raises(ToolError) as caught:
         await sandbox.provider.call("read_bytes", path=str(sandbox.root / "link.txt"), max_bytes=99)
-    assert caught.value.code in (ErrorCode.PERMISSION_DENIED, ErrorCode.NOT_FOUND)
+    assert caught.value.code in (
+        ErrorCode.PERMISSION_DENIED,
+        ErrorCode.NOT_FOUND,
+        ErrorCode.SYMLINK_ESCAPE,
+    )
 
 
 async def test_symlink_swapped_during_reads_never_yields_outside_content(sandbox: Sandbox) -> None:
@@ -194,14 +198,15 @@ async def test_symlink_swapped_during_reads_never_yields_outside_content(sandbox
                     await sandbox.provider.call("read_bytes", path=str(link), max_bytes=10**6)
                 )
             except ToolError as exc:
-                assert exc.code in (ErrorCode.PERMISSION_DENIED, ErrorCode.NOT_FOUND)
+                assert exc.code in (ErrorCode.SYMLINK_ESCAPE, ErrorCode.NOT_FOUND), exc
                 denied += 1
     finally:
         stop.set()
         flipper.join()
+    # The guard hands primitives resolved paths, so a symlink in the last place
+    # was swapped in afterwards: read_bytes never follows one, wherever it points.
     assert SECRET not in seen
-    assert set(seen) <= {b"inside\n"}
-    assert seen, "the race never read the inside target: the test proved nothing"
+    assert not seen and denied == 400
 
 
 async def test_network_sockets_are_refused(sandbox: Sandbox) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import stat as stat_module
 from typing import Any
@@ -16,7 +17,8 @@ def read_bytes(path: str, max_bytes: int) -> bytes:
     check and the read cannot slip a larger body through.
     """
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        # O_NOFOLLOW: the guard resolved every link, so a link here was swapped in since.
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
     except FileNotFoundError:
         raise ToolError(
             ErrorCode.NOT_FOUND,
@@ -27,6 +29,15 @@ def read_bytes(path: str, max_bytes: int) -> bytes:
         raise _is_directory(path) from None
     except PermissionError as exc:
         raise ToolError(ErrorCode.PERMISSION_DENIED, f"{path}: {exc.strerror}") from None
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        raise ToolError(
+            ErrorCode.SYMLINK_ESCAPE,
+            f"{path} is a symlink now; it was not when the path was checked",
+            "check the path again; nothing was read",
+            security_violation=True,
+        ) from None
     try:
         info = os.fstat(fd)
         if stat_module.S_ISDIR(info.st_mode):

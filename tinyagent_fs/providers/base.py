@@ -9,6 +9,7 @@ Planning, review and formatting stay outside the provider.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Iterable
 from typing import Any
 
 
@@ -22,6 +23,9 @@ class Provider(ABC):
     @abstractmethod
     async def call(self, op: str, **kwargs: Any) -> Any:
         """Run primitive ``op``; a ToolError raised by it reaches the caller unchanged."""
+
+    def bind_roots(self, roots: Iterable[str]) -> None:  # noqa: B027 - optional
+        """The folders the toolkit works in; a provider may pin its paths beneath them."""
 
     async def close(self) -> None:  # noqa: B027 - optional for providers without resources
         """Release what the provider holds (a worker process, sockets)."""

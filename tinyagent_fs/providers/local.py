@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..ops import OPERATIONS
 from .base import Provider
+from .pinned_paths import PinnedRoots, PinSession, pinning_supported
 
 BLOCKING_OPERATIONS = frozenset({"grep", "glob_files", "list_tree", "walk_all", "run_command"})
 
@@ -23,6 +25,15 @@ class LocalProvider(Provider):
     name = "local"
     kernel_enforced = False
 
+    def __init__(self) -> None:
+        self._roots: tuple[str, ...] = ()
+        self._pinned: PinnedRoots | None = None
+
+    def bind_roots(self, roots: Iterable[str]) -> None:
+        """Pin every later path beneath these roots' descriptors (see ``pinned_paths``)."""
+        if not self._roots and pinning_supported():
+            self._roots = tuple(str(root) for root in roots)
+
     async def call(self, op: str, **kwargs: Any) -> Any:
         try:
             operation = OPERATIONS[op]
@@ -30,13 +41,47 @@ class LocalProvider(Provider):
             raise ToolError(
                 ErrorCode.INTERNAL_ERROR, f"unknown provider operation {op!r}"
             ) from None
-        try:
-            if op in BLOCKING_OPERATIONS:
-                return await asyncio.to_thread(operation, **kwargs)
-            return operation(**kwargs)
-        except PermissionError as exc:
-            raise ToolError(
-                ErrorCode.PERMISSION_DENIED, f"{op}: {exc}", security_violation=False
-            ) from None
-        except OSError as exc:
-            raise ToolError(ErrorCode.IO_ERROR, f"{op}: {exc}") from None
+        if not self._roots:
+            return await self._run(op, operation, kwargs)
+        if self._pinned is None:
+            self._pinned = PinnedRoots(self._roots)
+        with self._pinned.session() as session:
+            try:
+                pinned = _os_errors_told(op, session.pin_arguments, op, kwargs)
+                result = await self._run(op, operation, pinned)
+            except ToolError as exc:
+                raise _unpinned_error(exc, session) from None
+            return session.unpin(result)
+
+    async def close(self) -> None:
+        if self._pinned is not None:
+            self._pinned.close()
+            self._pinned = None
+
+    async def _run(self, op: str, operation: Any, kwargs: dict[str, Any]) -> Any:
+        if op in BLOCKING_OPERATIONS:
+            return await asyncio.to_thread(_os_errors_told, op, operation, **kwargs)
+        return _os_errors_told(op, operation, **kwargs)
+
+
+def _os_errors_told(op: str, func: Any, *args: Any, **kwargs: Any) -> Any:
+    """``func``'s result; an OSError becomes the ToolError the tools expect."""
+    try:
+        return func(*args, **kwargs)
+    except PermissionError as exc:
+        raise ToolError(
+            ErrorCode.PERMISSION_DENIED, f"{op}: {exc}", security_violation=False
+        ) from None
+    except OSError as exc:
+        raise ToolError(ErrorCode.IO_ERROR, f"{op}: {exc}") from None
+
+
+def _unpinned_error(exc: ToolError, session: PinSession) -> ToolError:
+    """The error with the real paths where the primitive saw descriptor paths."""
+    return ToolError(
+        exc.code,
+        session.unpin(exc.message),
+        session.unpin(exc.hint),
+        security_violation=exc.security_violation,
+        details=session.unpin(exc.details),
+    )

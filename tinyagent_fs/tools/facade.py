@@ -46,6 +46,13 @@ class FileTools:
         self.policy = policy or SandboxPolicy()
         self.guard = PathGuard(root, self.policy)
         self.provider = provider or default_provider(self.guard.root, self.policy)
+        self.provider.bind_roots(
+            [
+                str(self.guard.root),
+                *map(str, self.policy.extra_writable_dirs),
+                *map(str, self.policy.extra_read_dirs),
+            ]
+        )
         self.hooks = HookRunner(hooks)
         if audit is None or audit is True:
             audit = AuditLog()

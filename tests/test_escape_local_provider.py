@@ -1,0 +1,104 @@
+"""The in-process provider under a symlink race: a thread keeps swapping a folder of
+the root for a symlink to a folder outside while the tools write, edit, move, delete
+and read in it. Nothing outside may ever be created, changed, removed or read."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from pathlib import Path
+
+from tinyagent_fs import FileTools
+from tinyagent_fs.hooks import AutoApprovePolicy
+from tinyagent_fs.providers import LocalProvider
+
+ROUNDS = 150
+OUTSIDE_SECRET = b"outside secret\n"
+AT_FDCWD = -100
+RENAME_EXCHANGE = 2
+
+
+def flip_forever(folder: Path, outside: Path, stop: threading.Event) -> None:
+    """Swap ``folder`` with a symlink to ``outside`` again and again (renameat2 with
+    RENAME_EXCHANGE: at every instant one of the two is in place)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    link = folder.with_name("sub-link")
+    link.symlink_to(outside, target_is_directory=True)
+    a, b = os.fsencode(folder), os.fsencode(link)
+    while not stop.is_set():
+        if libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE) != 0:
+            raise OSError(ctypes.get_errno(), "renameat2 failed")
+
+
+def outside_state(outside: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(outside.iterdir())}
+
+
+async def test_a_flipping_folder_never_lets_a_change_or_a_read_out(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "x.txt").write_bytes(OUTSIDE_SECRET)
+    (outside / "keep.txt").write_bytes(OUTSIDE_SECRET)
+    before = outside_state(outside)
+    folder = root / "sub"
+    folder.mkdir()
+    stop = threading.Event()
+    flipper = threading.Thread(target=flip_forever, args=(folder, outside, stop), daemon=True)
+    leaked: list[str] = []
+    fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
+    flipper.start()
+    try:
+        for round_ in range(ROUNDS):
+            calls = [
+                ("write_file", {"path": "sub/x.txt", "content": f"round {round_}\n"}),
+                ("write_file", {"path": "sub/new/deeper.txt", "content": "deep\n"}),
+                ("edit_file", {"path": "sub/x.txt", "old_string": "round", "new_string": "R"}),
+                ("move_path", {"src": "sub/x.txt", "dst": "sub/y.txt", "overwrite": True}),
+                ("delete_path", {"path": "sub/keep.txt"}),
+                ("read_file", {"path": "sub/x.txt"}),
+                ("read_file", {"path": "sub/keep.txt"}),
+            ]
+            for name, args in calls:
+                result = await fs.call(name, args)
+                if "outside secret" in result.text:
+                    leaked.append(f"{name}: {result.text[:80]}")
+    finally:
+        stop.set()
+        flipper.join(5)
+        await fs.close()
+    assert not leaked, leaked
+    assert outside_state(outside) == before, "something outside the root was changed"
+
+
+async def test_a_file_swapped_for_a_symlink_is_never_read_through(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_bytes(OUTSIDE_SECRET)
+    target = root / "notes.txt"
+    target.write_bytes(b"inside\n")
+    link = root / "notes-link"
+    link.symlink_to(outside / "secret.txt")
+    stop = threading.Event()
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def swap() -> None:
+        a, b = os.fsencode(target), os.fsencode(link)
+        while not stop.is_set():
+            libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
+
+    swapper = threading.Thread(target=swap, daemon=True)
+    fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
+    swapper.start()
+    try:
+        texts = [(await fs.read_file("notes.txt")).text for _ in range(400)]
+    finally:
+        stop.set()
+        swapper.join(5)
+        await fs.close()
+    assert not [text for text in texts if "outside secret" in text]
+    assert any("inside" in text for text in texts), "the race never let a read through at all"
