@@ -162,7 +162,11 @@ def test_click_reaches_an_agent_in_a_worker_thread(kernel: KernelSession, projec
         f"worker = threading.Thread(target=lambda: outcome.update(r=asyncio.run({WRITE})))\n"
         "worker.start()"
     )
-    kernel.click(kernel.wait_for_button(since, "Approve"))
+    approve = kernel.wait_for_button(since, "Approve")
+    kernel.click(approve)
+    # The click is handled on the main thread; joining there before it is would
+    # leave the click queued behind the join (the hook then rightly gives up).
+    kernel.pump_until(lambda: kernel.models[approve.comm_id].state.get("disabled") is True)
     output = kernel.run("worker.join(10)\nresult = outcome['r']\n" + REPORT).stdout
     assert output.startswith("OK")
     assert (project / "README.md").read_text() == "# Proposed\n"
