@@ -75,3 +75,60 @@ async def test_line_endings_come_out_as_git_apply_writes_them(
         assert result.ok, result.text
     assert contents(by_git) == AFTER  # the reference itself
     assert contents(ours) == contents(by_git)
+
+
+MODES_BEFORE = {
+    "tool.sh": (b"#!/bin/sh\necho hi\n", 0o755),
+    "plain.txt": (b"plain\n", 0o644),
+    "run.py": (b"print(1)\n", 0o755),
+    "old.sh": (b"cleanup old build output\nrm -rf build dist\n", 0o755),
+}
+
+
+def write_modes(root: Path, files: dict[str, tuple[bytes, int]]) -> None:
+    for name, (data, mode) in files.items():
+        (root / name).write_bytes(data)
+        (root / name).chmod(mode)
+
+
+def files_and_modes(root: Path) -> dict[str, tuple[bytes, int]]:
+    return {
+        p.name: (p.read_bytes(), p.stat().st_mode & 0o777)
+        for p in sorted(root.iterdir())
+        if p.is_file()
+    }
+
+
+async def test_file_modes_come_out_as_git_apply_sets_them(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q")
+    write_modes(repo, MODES_BEFORE)
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "before")
+    (repo / "plain.txt").chmod(0o755)  # mode only
+    (repo / "run.py").chmod(0o644)  # mode only, the other way
+    git(repo, "mv", "tool.sh", "renamed.sh")  # rename of an executable, content kept
+    (repo / "new.sh").write_bytes(b"set -eu\nmake test && make bench\nexit 0\n")
+    (repo / "new.sh").chmod(0o755)  # new file mode 100755
+    (repo / "old.sh").unlink()  # deleted file mode 100755
+    git(repo, "add", "-A")
+    patch = git(repo, "diff", "--cached", "-M", "--no-color").decode()
+    assert "new mode 100755" in patch and "new file mode 100755" in patch
+    assert "rename from tool.sh" in patch
+    results = {}
+    for name in ("by-git", "ours"):
+        tree = tmp_path / name
+        tree.mkdir()
+        write_modes(tree, MODES_BEFORE)
+        results[name] = tree
+    (tmp_path / "p.diff").write_text(patch, newline="")
+    git(results["by-git"], "apply", str(tmp_path / "p.diff"))
+    async with FileTools(
+        results["ours"], provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False
+    ) as fs:
+        result = await fs.apply_patch(patch)
+        assert result.ok, result.text
+    expected = files_and_modes(results["by-git"])
+    assert expected["plain.txt"][1] == 0o755 and expected["renamed.sh"][1] == 0o755
+    assert files_and_modes(results["ours"]) == expected

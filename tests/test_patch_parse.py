@@ -104,12 +104,23 @@ def test_hunk_header_before_any_file_is_refused() -> None:
     assert "patch line 1" in parse_error("@@ -1 +1 @@\n-a\n+b\n").message
 
 
-def test_mode_only_git_section_changes_nothing() -> None:
+def test_mode_only_git_section_is_a_mode_change() -> None:
     parsed = parse_patch(
         "diff --git a/run.sh b/run.sh\nold mode 100644\nnew mode 100755\n"
         "diff --git a/x b/x\n--- a/x\n+++ b/x\n@@ -1 +1 @@\n-1\n+2\n"
     )
-    assert [file.path for file in parsed.files] == ["x"]
+    first = parsed.files[0]
+    assert (first.path, first.mode, first.hunks) == ("run.sh", 0o755, ())
+    assert [file.path for file in parsed.files] == ["run.sh", "x"]
+
+
+def test_a_symlink_mode_is_refused() -> None:
+    assert (
+        "not a regular file"
+        in parse_error(
+            "diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+t\n"
+        ).message
+    )
 
 
 def test_apply_file_patch_is_pure_and_uses_the_given_newline() -> None:

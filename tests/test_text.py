@@ -203,3 +203,28 @@ def test_any_bytes_are_refused_or_round_trip(data: bytes) -> None:
         assert error.code is ErrorCode.NOT_TEXT
         return
     assert encode_text(decoded.text, decoded) == data
+
+
+@pytest.mark.parametrize(
+    "western",
+    [
+        "caf\u00e9\r\n",  # once read as cp932 or cp775
+        "Gr\u00f6\u00dfe \u00e0 la cr\u00e8me\n",
+        "price:\u00a0100\u00a0\u20ac, \u201cquoted\u201d \u2013 done\n",  # cp1252 only
+        "na\u00efve r\u00e9sum\u00e9 \u00bd \u00b0C\n",
+    ],
+)
+def test_western_text_is_read_as_cp1252_not_a_lookalike_code_page(western: str) -> None:
+    try:
+        data = western.encode("cp1252")
+    except UnicodeEncodeError:
+        data = western.encode("latin-1")
+    decoded = decode_text(data)
+    assert decoded.text == western
+    assert decoded.encoding in ("cp1252", "latin-1")
+
+
+def test_a_patched_nbsp_stays_an_nbsp() -> None:
+    decoded = decode_text("a\u00a0b = 1\nc = 2\n".encode("latin-1"))
+    changed = decoded.text.replace("c = 2", "c = 3")
+    assert encode_text(changed, decoded) == "a\u00a0b = 1\nc = 3\n".encode("latin-1")

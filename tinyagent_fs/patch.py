@@ -55,6 +55,7 @@ class PlannedFile:
     new_text: str | None
     old_text: str | None = None
     notes: tuple[str, ...] = ()
+    mode: int | None = None
 
 
 def plan_patch(patch: str, read_text: ReadText) -> list[PlannedFile]:
@@ -68,7 +69,9 @@ def plan_patch(patch: str, read_text: ReadText) -> list[PlannedFile]:
         outcome = patch_text(fp, old_text, newline)
         dest = fp.move_to if fp.move_to and _same(fp.move_to) != _same(fp.path) else None
         kind = "move" if dest is not None else fp.kind
-        planned.append(PlannedFile(kind, fp.path, dest, outcome.text, old_text, outcome.notes))
+        planned.append(
+            PlannedFile(kind, fp.path, dest, outcome.text, old_text, outcome.notes, fp.mode)
+        )
     return planned
 
 

@@ -85,6 +85,8 @@ class FilePatch:
     hunks: tuple[Hunk, ...] = ()
     style: str = "codex"
     patch_line: int = 0
+    mode: int | None = None
+    """Permission bits git's ``new file mode`` / ``new mode`` line sets (None: keep)."""
 
 
 def malformed(line: int, problem: str, style: str) -> ToolError:

@@ -43,6 +43,7 @@ class _Section:
     deleted: bool = False
     rename_from: str | None = None
     rename_to: str | None = None
+    new_mode: int | None = None
     old_path: str | None = None
     new_path: str | None = None
     hunks: list[Hunk] = field(default_factory=list)
@@ -112,6 +113,9 @@ def _extended_header(section: _Section, number: int, line: str) -> None:
         )
     if line.startswith("new file mode "):
         section.new_file = True
+        section.new_mode = _mode(line[len("new file mode ") :], number)
+    elif line.startswith("new mode "):
+        section.new_mode = _mode(line[len("new mode ") :], number)
     elif line.startswith("deleted file mode "):
         section.deleted = True
     elif line.startswith("rename from "):
@@ -207,7 +211,7 @@ def _mark_no_newline(body: list[HunkLine], number: int) -> None:
 
 
 def _file_patch(section: _Section) -> FilePatch | None:
-    """The section as a file change; None for a mode-only change, which has no content."""
+    """The section as a file change; None for a section that changes nothing."""
     old_path, new_path = section.old_path, section.new_path
     if section.git_paths is not None or _both_prefixed(old_path, new_path):
         old_path, new_path = _strip_prefix(old_path, "a/"), _strip_prefix(new_path, "b/")
@@ -218,7 +222,9 @@ def _file_patch(section: _Section) -> FilePatch | None:
         path = _required(new_path if new_path not in (None, DEV_NULL) else git_new, line)
         if any(hl.op != "+" for hunk in hunks for hl in hunk.lines):
             raise malformed(line, f"the new file {path} has context or removed lines", "unified")
-        return FilePatch("add", path, hunks=hunks, style="unified", patch_line=line)
+        return FilePatch(
+            "add", path, hunks=hunks, style="unified", patch_line=line, mode=section.new_mode
+        )
     if section.deleted or new_path == DEV_NULL:
         path = _required(old_path if old_path not in (None, DEV_NULL) else git_old, line)
         if any(hl.op == "+" for hunk in hunks for hl in hunk.lines):
@@ -226,9 +232,24 @@ def _file_patch(section: _Section) -> FilePatch | None:
         return FilePatch("delete", path, hunks=hunks, style="unified", patch_line=line)
     source = _required(section.rename_from or new_path or git_old, line)
     move_to = section.rename_to if section.rename_to not in (None, source) else None
-    if not hunks and move_to is None:
+    if not hunks and move_to is None and section.new_mode is None:
         return None
-    return FilePatch("update", source, move_to, hunks, style="unified", patch_line=line)
+    return FilePatch(
+        "update", source, move_to, hunks, style="unified", patch_line=line, mode=section.new_mode
+    )
+
+
+def _mode(text: str, number: int) -> int:
+    """Permission bits of a git mode (``100755`` -> 0o755); symlinks and submodules refused."""
+    try:
+        mode = int(text.strip(), 8)
+    except ValueError:
+        raise malformed(number, f"{text.strip()!r} is not a file mode", "unified") from None
+    if mode >> 12 != 0o10:
+        raise malformed(
+            number, f"mode {text.strip()} is not a regular file (symlink or submodule)", "unified"
+        )
+    return mode & 0o7777
 
 
 def _required(path: str | None, line: int) -> str:

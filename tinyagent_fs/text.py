@@ -117,6 +117,20 @@ Short texts often decode cleanly in a dozen code pages; the most widely used one
 is the best guess a person would make.
 """
 
+_WESTERN = frozenset({"cp1252", "latin-1", "iso8859-15", "cp850", "cp437", "mac-roman"})
+_MULTIBYTE = frozenset(
+    codecs.lookup(name).name
+    for name in ("cp932", "shift_jis", "euc_jp", "gb18030", "gbk", "gb2312", "big5", "cp949")
+) | {codecs.lookup("euc_kr").name}
+_EAST_ASIAN = frozenset({"CJK", "HIRAGANA", "KATAKANA", "HANGUL", "BOPOMOFO", "HALFWIDTH"})
+"""Scripts written together (kanji with kana): one script for this count."""
+_MIN_LETTERS_MULTIBYTE = 2
+"""Two letters decoded from valid multi-byte sequences are hardly chance."""
+_MIN_LETTERS_SINGLE_BYTE = 8
+"""Any byte is a letter in some single-byte code page: it takes more to be sure."""
+_SCRIPT_SHARE = 0.9
+"""A decoding other than the Western default needs this share of its non-ASCII
+letters in one non-Latin script (CJK ideographs, kana, Cyrillic, Greek...)."""
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 _WORD = re.compile(r"[^\W\d_]+")
 _SCORED_CHARS = 65536
@@ -334,33 +348,47 @@ def _bomless_utf16(data: bytes) -> str | None:
 
 
 def _legacy_decode(data: bytes) -> tuple[str, str] | None:
-    """Text and codec for data in a legacy code page, chosen by charset-normalizer.
+    """Text and codec for bytes that are not UTF-8: a Western code page unless there
+    is strong evidence for another.
 
-    Only decodings that reproduce the bytes exactly count, so a wrong guess can
-    show odd characters but can never corrupt the file on write. Short texts
-    decode cleanly in many code pages, so candidates are ranked: first against
-    words that mix Latin letters with another script ("fa\u0437ade" is not a
-    word), then by charset-normalizer's own measures, then by how common the
-    code page is. A candidate whose text equals the cp1252 or latin-1 decoding
-    takes that name, since a person editing it would expect those.
+    Short Western texts decode "cleanly" in dozens of code pages (cp775, cp437,
+    hp-roman8, even cp932), so a detector's ranking is no evidence; only a
+    decoding whose non-ASCII letters nearly all belong to one other script (CJK,
+    Cyrillic, Greek, ...) beats cp1252 (latin-1 where cp1252 leaves a byte
+    undefined). Only decodings that reproduce the bytes exactly count, and edits
+    splice new lines into the original bytes, so a wrong guess can at worst touch
+    the lines that change.
     """
-    matches = list(charset_normalizer.from_bytes(data))
-    if not matches:
-        return None
-    western = {name: _decode_exact(data, name) for name in ("cp1252", "latin-1")}
-    ranked: list[tuple[tuple[float, ...], str, str]] = []
-    for match in matches:
-        encoding = _codec_name(match.encoding)
-        text = _decode_exact(data, encoding)
-        if text is None:
+    western_name = "cp1252"
+    western = _decode_exact(data, western_name)
+    if western is None:
+        western_name, western = "latin-1", data.decode("latin-1")
+    best = charset_normalizer.from_bytes(data).best()
+    if best is not None:
+        encoding = _codec_name(best.encoding)
+        text = _decode_exact(data, encoding) if encoding not in _WESTERN else None
+        needed = _MIN_LETTERS_MULTIBYTE if encoding in _MULTIBYTE else _MIN_LETTERS_SINGLE_BYTE
+        if text is not None and _one_other_script(text, needed):
+            return text, encoding
+    if len(_CONTROL.findall(western[:_SCORED_CHARS])) > len(western[:_SCORED_CHARS]) // 200:
+        return None  # control characters throughout: binary, not a Western text
+    return western, western_name
+
+
+def _one_other_script(text: str, needed: int) -> bool:
+    """Whether the text's non-ASCII letters are (nearly) all of one non-Latin script."""
+    scripts: dict[str, int] = {}
+    for char in text[:_SCORED_CHARS]:
+        if char.isascii() or not char.isalpha():
             continue
-        encoding = next((name for name, same in western.items() if same == text), encoding)
-        rank = (_mixed_script_words(text), match.chaos, -match.coherence, _preference(encoding))
-        ranked.append((rank, text, encoding))
-    if not ranked:
-        return None
-    _, text, encoding = min(ranked, key=lambda entry: entry[0])
-    return text, encoding
+        script = unicodedata.name(char, "UNKNOWN").split(" ")[0]
+        script = "CJK" if script in _EAST_ASIAN else script
+        scripts[script] = scripts.get(script, 0) + 1
+    total = sum(scripts.values())
+    if total < needed:
+        return False
+    script, count = max(scripts.items(), key=lambda item: item[1])
+    return script not in ("LATIN", "UNKNOWN") and count >= _SCRIPT_SHARE * total
 
 
 def _mixed_script_words(text: str) -> int:

@@ -50,13 +50,19 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     except BaseException:
         _roll_back(applied, steps, created_dirs)
         raise
-    written = 0
-    for step in steps:
-        for _, backup in step.backups:
-            _remove(backup)
-        written += len(step.new_bytes or b"")
+    # Every file is new now: make the renames durable, then drop the backups.
+    # Neither step can undo the change any more, so a failure in them is not a
+    # failed commit; a backup that cannot be removed is retried once and then
+    # reported, never left for recovery to "restore" over the committed file.
     _sync_parents(steps)
-    return {"bytes_written": written, "files": len(steps)}
+    leftovers = [backup for step in steps for _, backup in step.backups if not _dropped(backup)]
+    report: dict[str, Any] = {
+        "bytes_written": sum(len(step.new_bytes or b"") for step in steps),
+        "files": len(steps),
+    }
+    if leftovers:
+        report["leftover_backups"] = leftovers
+    return report
 
 
 def recover_commit(change_id: str, directories: list[str]) -> list[str]:
@@ -225,6 +231,16 @@ def _existing_mode(path: str) -> int:
 def _sibling(path: str, change_id: str, suffix: str) -> str:
     directory, name = os.path.split(path)
     return os.path.join(directory, f".{name}{TEMP_MARK}{change_id}.{suffix}")
+
+
+def _dropped(backup: str) -> bool:
+    for _ in range(2):
+        try:
+            _remove(backup)
+            return True
+        except OSError:
+            continue
+    return False
 
 
 def _remove(path: str) -> None:

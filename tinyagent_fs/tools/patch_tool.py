@@ -52,8 +52,14 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
             if directory not in new_dirs:
                 new_dirs.append(directory)
         notes.extend(f"{item.path}: {note}" for note in item.notes)
+        if item.mode is not None:
+            notes.append(f"{item.path}: mode set to {item.mode:o}")
         old = current[source]
-        common = {"old_text": item.old_text, "new_text": item.new_text}
+        mode = item.mode
+        if mode is None and item.kind == "move":  # a renamed file keeps its mode
+            info = await ctx.stat(source)
+            mode = info["mode"] if info is not None else None
+        common = {"old_text": item.old_text, "new_text": item.new_text, "mode": mode}
         if item.kind == "add":
             if old is not None:
                 raise ToolError(

@@ -1,0 +1,173 @@
+"""A commit that fails at any step rolls back whole: every file already renamed,
+removed or created is restored, every temp file and made folder is gone, modes too.
+
+The failure is real: the N-th filesystem call the commit makes inside the project
+raises ENOSPC (or EIO), for every N of a commit that creates, modifies, deletes,
+moves and makes a folder at once.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tinyagent_fs import FileTools
+from tinyagent_fs.hooks import AutoApprovePolicy
+from tinyagent_fs.providers import LocalProvider
+
+CALLS = (
+    "close",
+    "open",
+    "write",
+    "fsync",
+    "fchmod",
+    "replace",
+    "rename",
+    "link",
+    "unlink",
+    "mkdir",
+    "rmdir",
+)
+BEFORE = {
+    "keep.txt": (b"keep\n", 0o644),
+    "change.txt": (b"one\ntwo\n", 0o644),
+    "gone.txt": (b"bye\n", 0o644),
+    "script.sh": (b"#!/bin/sh\necho move me\n", 0o755),
+}
+PATCH = """\
+*** Begin Patch
+*** Add File: made/new.txt
++brand new
+*** Update File: change.txt
+@@
+ one
+-two
++TWO
+*** Delete File: gone.txt
+*** Update File: script.sh
+*** Move to: bin/script.sh
+@@
+ #!/bin/sh
+-echo move me
++echo moved
+*** End Patch
+"""
+
+
+def state(root: Path) -> dict[str, tuple[bytes, int]]:
+    found = {}
+    for path in sorted(root.rglob("*")):
+        rel = str(path.relative_to(root))
+        found[rel] = (b"<dir>" if path.is_dir() else path.read_bytes(), path.stat().st_mode & 0o777)
+    return found
+
+
+class FailAt:
+    """Makes the ``step``-th call into the project raise ``errno_``; counts calls."""
+
+    def __init__(self, root: Path, step: int, errno_: int) -> None:
+        self.root = str(root.resolve())
+        self.step = step
+        self.errno = errno_
+        self.calls = 0
+        self.failed_in = ""
+        self.descriptors: set[int] = set()
+
+    def inside(self, args: tuple[object, ...]) -> bool:
+        for arg in args[:2]:
+            if isinstance(arg, int):  # a descriptor opened inside: write, fsync, fchmod
+                return arg in self.descriptors
+            if isinstance(arg, (str, bytes, os.PathLike)):
+                folder = os.path.realpath(os.path.dirname(os.fsdecode(arg)))
+                if folder == self.root or folder.startswith(self.root + "/"):
+                    return True
+        return False
+
+    def wrap(self, name: str, real):  # type: ignore[no-untyped-def]
+        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+            if name == "close":
+                self.descriptors.discard(args[0])
+                return real(*args, **kwargs)
+            if not self.failed_in and self.inside(args):
+                self.calls += 1
+                if self.calls == self.step:
+                    self.failed_in = name
+                    raise OSError(self.errno, os.strerror(self.errno))
+            result = real(*args, **kwargs)
+            if name == "open" and self.inside(args):
+                self.descriptors.add(result)
+            return result
+
+        return call
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Path]:
+    root = tmp_path / "project"
+    root.mkdir()
+    for name, (data, mode) in BEFORE.items():
+        (root / name).write_bytes(data)
+        (root / name).chmod(mode)
+    yield root
+
+
+async def apply_with(root: Path, monkeypatch: pytest.MonkeyPatch, fault: FailAt | None) -> object:
+    fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
+    try:
+        await fs.read_file("change.txt")  # plan and review happen unfaulted
+        if fault is not None:
+            for name in CALLS:
+                monkeypatch.setattr(os, name, fault.wrap(name, getattr(os, name)))
+        return await fs.apply_patch(PATCH)
+    finally:
+        monkeypatch.undo()
+        await fs.close()
+
+
+async def test_the_patch_applies_whole_without_faults(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    counter = FailAt(project, step=0, errno_=errno.ENOSPC)
+    result = await apply_with(project, monkeypatch, counter)
+    assert result.ok, result.text  # type: ignore[attr-defined]
+    after = state(project)
+    assert after["bin/script.sh"] == (b"#!/bin/sh\necho moved\n", 0o755)
+    assert "gone.txt" not in after and after["made/new.txt"][0] == b"brand new\n"
+    assert counter.calls >= 20, f"only {counter.calls} filesystem calls: the loop below is thin"
+
+
+@pytest.mark.parametrize("errno_", [errno.ENOSPC, errno.EIO])
+async def test_a_failure_at_any_step_rolls_the_whole_commit_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, errno_: int
+) -> None:
+    counting = tmp_path / "count"
+    counting.mkdir()
+    for name, (data, mode) in BEFORE.items():
+        (counting / name).write_bytes(data)
+        (counting / name).chmod(mode)
+    counter = FailAt(counting, step=0, errno_=errno_)
+    assert (await apply_with(counting, monkeypatch, counter)).ok  # type: ignore[attr-defined]
+    failed_steps = 0
+    for step in range(1, counter.calls + 1):
+        root = tmp_path / f"step{step}"
+        root.mkdir()
+        for name, (data, mode) in BEFORE.items():
+            (root / name).write_bytes(data)
+            (root / name).chmod(mode)
+        before = state(root)
+        fault = FailAt(root, step, errno_)
+        result = await apply_with(root, monkeypatch, fault)
+        assert fault.failed_in, f"step {step} was never reached"
+        if result.ok:  # type: ignore[attr-defined]
+            # Only a failure after the last rename (dropping backups, syncing folders)
+            # may leave the change applied; then it must be applied whole.
+            assert state(root)["bin/script.sh"][0] == b"#!/bin/sh\necho moved\n"
+        else:
+            failed_steps += 1
+            assert state(root) == before, f"step {step} ({fault.failed_in}) left a partial change"
+        assert not [p for p in root.rglob("*") if ".tafs-" in p.name], f"temp files at {step}"
+    assert failed_steps >= counter.calls // 2, (failed_steps, counter.calls)
