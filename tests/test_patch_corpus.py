@@ -29,7 +29,13 @@ SEEDS = (1, 2)
 
 def stdlib_sources(count: int, rng: random.Random) -> list[Path]:
     root = Path(sysconfig.get_paths()["stdlib"])
-    sources = sorted(p for p in root.glob("*.py") if 200 < p.stat().st_size < 60_000)
+    sources = sorted(
+        p
+        for p in root.rglob("*.py")
+        if 200 < p.stat().st_size < 60_000
+        and "site-packages" not in p.parts
+        and not any(part.startswith("test") for part in p.relative_to(root).parts[:-1])
+    )
     if len(sources) < count:
         pytest.fail(f"the standard library at {root} has only {len(sources)} usable modules")
     return rng.sample(sources, count)
@@ -46,7 +52,7 @@ def build_trees(base: Path, seed: int) -> tuple[Path, Path]:
             data = data.replace(b"\n", b"\r\n")  # a CRLF file
         if index % 13 == 0:
             data = data.decode("utf-8").encode("latin-1", "replace") + b"# caf\xe9 \xa0\n"
-        target = old / folder / source.name
+        target = old / folder / f"m{index:04}_{source.name}"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
         target.chmod(0o755 if index % 9 == 0 else 0o644)
