@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.patch_apply import PatchedText, apply_file_patch, patch_text
@@ -58,12 +58,21 @@ class PlannedFile:
     mode: int | None = None
 
 
-def plan_patch(patch: str, read_text: ReadText) -> list[PlannedFile]:
-    """Parse and apply every section in memory; any ToolError means nothing is planned."""
+def plan_patch(
+    patch: str, read_text: ReadText, encoding_of: Callable[[str], str | None] | None = None
+) -> list[PlannedFile]:
+    """Parse and apply every section in memory; any ToolError means nothing is planned.
+
+    ``encoding_of`` names a file's encoding: a patch read from bytes that are not
+    UTF-8 (``git diff`` of a latin-1 file) carries them as surrogate escapes, which
+    are turned into that file's characters before matching.
+    """
     parsed = parse_patch(patch)
     _refuse_repeated_paths(parsed.files)
     planned: list[PlannedFile] = []
     for fp in parsed.files:
+        if encoding_of is not None:
+            fp = _in_file_encoding(fp, encoding_of(fp.path))
         current = read_text(fp.path)
         old_text, newline = current if current is not None else (None, "\n")
         outcome = patch_text(fp, old_text, newline)
@@ -73,6 +82,31 @@ def plan_patch(patch: str, read_text: ReadText) -> list[PlannedFile]:
             PlannedFile(kind, fp.path, dest, outcome.text, old_text, outcome.notes, fp.mode)
         )
     return planned
+
+
+def _in_file_encoding(fp: FilePatch, encoding: str | None) -> FilePatch:
+    if encoding is None or encoding.startswith("utf"):
+        return fp
+    hunks = tuple(
+        replace(
+            hunk,
+            lines=tuple(
+                replace(line, text=_transcoded(line.text, encoding)) for line in hunk.lines
+            ),
+        )
+        for hunk in fp.hunks
+    )
+    return replace(fp, hunks=hunks)
+
+
+def _transcoded(text: str, encoding: str) -> str:
+    """Surrogate-escaped bytes as the characters they are in ``encoding``."""
+    if not any("\udc80" <= char <= "\udcff" for char in text):
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode(encoding)
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return text
 
 
 def _same(path: str) -> str:

@@ -44,6 +44,8 @@ class _Section:
     rename_from: str | None = None
     rename_to: str | None = None
     new_mode: int | None = None
+    old_missing: bool = False
+    new_missing: bool = False
     old_path: str | None = None
     new_path: str | None = None
     hunks: list[Hunk] = field(default_factory=list)
@@ -95,8 +97,8 @@ def _section(lines: list[PatchLine], index: int, crlf: frozenset[int]) -> tuple[
             raise malformed(
                 lines[index][0], "'--- <path>' must be followed by '+++ <path>'", "unified"
             )
-        section.old_path = _header_path(lines[index][1][4:])
-        section.new_path = _header_path(lines[index + 1][1][4:])
+        section.old_path, section.old_missing = _header_path(lines[index][1][4:])
+        section.new_path, section.new_missing = _header_path(lines[index + 1][1][4:])
         index += 2
     while index < len(lines) and lines[index][1].startswith("@@"):
         hunk, index = _hunk(lines, index, crlf)
@@ -215,6 +217,10 @@ def _file_patch(section: _Section) -> FilePatch | None:
     old_path, new_path = section.old_path, section.new_path
     if section.git_paths is not None or _both_prefixed(old_path, new_path):
         old_path, new_path = _strip_prefix(old_path, "a/"), _strip_prefix(new_path, "b/")
+    elif _tree_diff(old_path, new_path):  # diff -ruN old new: strip as patch -p1 does
+        old_path, new_path = _strip_first(old_path), _strip_first(new_path)
+    old_path = DEV_NULL if section.old_missing else old_path
+    new_path = DEV_NULL if section.new_missing else new_path
     git_old, git_new = section.git_paths or (None, None)
     line = section.line
     hunks = tuple(section.hunks)
@@ -266,23 +272,35 @@ def _both_prefixed(old_path: str | None, new_path: str | None) -> bool:
     return bool(real) and all((path or "").startswith(prefix) for path, prefix in real)
 
 
+def _tree_diff(old_path: str | None, new_path: str | None) -> bool:
+    """Both sides name the same file under two different top folders (``old/x``,
+    ``new/x``): the output of ``diff -r old new``."""
+    if not old_path or not new_path or DEV_NULL in (old_path, new_path):
+        return False
+    old_top, _, old_rest = old_path.partition("/")
+    new_top, _, new_rest = new_path.partition("/")
+    return bool(old_rest) and old_rest == new_rest and old_top != new_top
+
+
+def _strip_first(path: str | None) -> str | None:
+    return path.partition("/")[2] if path else path
+
+
 def _strip_prefix(path: str | None, prefix: str) -> str | None:
     if path is None or path == DEV_NULL or not path.startswith(prefix):
         return path
     return path[len(prefix) :]
 
 
-def _header_path(text: str) -> str:
+def _header_path(text: str) -> tuple[str, bool]:
     """A ``---``/``+++`` path without the timestamp ``diff -u`` appends after a tab.
 
     ``diff -N`` marks a file that does not exist on one side with the epoch as its
     timestamp (``1970-01-01 00:00:00 +0000``, or that instant in another zone),
-    not with /dev/null; as ``patch`` does, such a side is /dev/null.
+    not with /dev/null; as ``patch`` does, such a side is missing (the second value).
     """
     path, _, stamp = text.partition("\t")
-    if _is_epoch(stamp.strip()):
-        return DEV_NULL
-    return _unquote(path.rstrip())
+    return _unquote(path.rstrip()), _is_epoch(stamp.strip())
 
 
 _ISO_STAMP = re.compile(

@@ -39,7 +39,11 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         decoded = formats.get(paths[raw])
         return None if decoded is None else (decoded.text, decoded.newline)
 
-    planned = plan_patch(args["patch"], read_text)
+    def encoding_of(raw: str) -> str | None:
+        decoded = formats.get(paths[raw])
+        return None if decoded is None else decoded.encoding
+
+    planned = plan_patch(args["patch"], read_text, encoding_of)
     changes: list[FileChange] = []
     new_dirs: list[Path] = []
     notes: list[str] = []
