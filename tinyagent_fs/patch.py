@@ -20,6 +20,7 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.patch_apply import PatchedText, apply_file_patch, patch_text
 from tinyagent_fs.patch_model import FilePatch, Hunk, HunkLine
 from tinyagent_fs.patch_parse import ParsedPatch, parse_patch
+from tinyagent_fs.text import has_escaped_bytes
 
 __all__ = [
     "FilePatch",
@@ -101,7 +102,7 @@ def _in_file_encoding(fp: FilePatch, encoding: str | None) -> FilePatch:
 
 def _transcoded(text: str, encoding: str) -> str:
     """Surrogate-escaped bytes as the characters they are in ``encoding``."""
-    if not any("\udc80" <= char <= "\udcff" for char in text):
+    if not has_escaped_bytes(text):
         return text
     try:
         return text.encode("utf-8", "surrogateescape").decode(encoding)

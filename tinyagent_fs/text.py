@@ -195,6 +195,11 @@ def decode_text(data: bytes, name: str = "") -> DecodedText:
     return _decoded(legacy[0], legacy[1], b"")
 
 
+def has_escaped_bytes(text: str) -> bool:
+    """Whether ``text`` carries undecodable bytes as surrogate escapes (``surrogateescape``)."""
+    return any("\udc80" <= char <= "\udcff" for char in text)
+
+
 def encode_text(text: str, like: DecodedText) -> bytes:
     """Encode ``text`` the way ``like`` was stored: same encoding, same BOM."""
     try:

@@ -9,7 +9,7 @@ from ..changes import ChangeKind, ChangeSet, FileChange
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from ..patch import parse_patch, plan_patch
-from ..text import UTF8_LF, DecodedText, decode_text, encode_text
+from ..text import UTF8_LF, DecodedText, decode_text, encode_text, has_escaped_bytes
 from .context import ToolContext
 from .plan import Plan
 from .result import ToolResult
@@ -51,7 +51,7 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         source = paths[item.path]
         target = paths[item.dest] if item.dest is not None else source
         like = formats.get(source, UTF8_LF)
-        new_bytes = encode_text(item.new_text, like) if item.new_text is not None else None
+        new_bytes = _encoded(item.new_text, like, source in formats)
         for directory in await ctx.missing_directories(target.parent):
             if directory not in new_dirs:
                 new_dirs.append(directory)
@@ -132,3 +132,13 @@ PATCH_TOOLS = (
         plan=plan_apply_patch,
     ),
 )
+
+
+def _encoded(text: str | None, like: DecodedText, existed: bool) -> bytes | None:
+    """A new file from a patch read off non-UTF-8 bytes gets exactly those bytes back
+    (its surrogate escapes), as ``patch`` and ``git apply`` write them."""
+    if text is None:
+        return None
+    if not existed and has_escaped_bytes(text):
+        return text.encode("utf-8", "surrogateescape")
+    return encode_text(text, like)
