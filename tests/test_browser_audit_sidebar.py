@@ -159,6 +159,21 @@ def run_palette_command(page: Any, label: str) -> None:
                 raise
 
 
+def show_audit_panel(page: Any) -> None:
+    """Run "Show Agent Audit Log" until the panel is visible: on a loaded machine the
+    layout JupyterLab restores can land after the command and fold the side area."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+    for attempt in range(PALETTE_ATTEMPTS):
+        run_palette_command(page, "Show Agent Audit Log")
+        try:
+            page.locator(PANEL).wait_for(state="visible", timeout=PALETTE_TIMEOUT_MS)
+            return
+        except PlaywrightTimeout:
+            if attempt == PALETTE_ATTEMPTS - 1:
+                raise
+
+
 def run_cell(page: Any, index: int) -> None:
     cell = page.locator(".jp-Notebook .jp-CodeCell").nth(index)
     cell.locator(".jp-InputArea-editor").click()
@@ -200,9 +215,7 @@ def seconds_until_row(page: Any, event_id: str) -> float:
 def test_the_sidebar_follows_approved_and_denied_calls(
     lab: JupyterProcess, page: Any, audit_log: Path
 ) -> None:
-    run_palette_command(page, "Show Agent Audit Log")
-    panel = page.locator(PANEL)
-    panel.wait_for(state="visible")
+    show_audit_panel(page)
     page.wait_for_selector(f"{PANEL} .jp-TinyAgentFS-status:not([data-mode='connecting'])")
     shot(page, "01-panel-open")
 
