@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ..errors import ErrorCode, ToolError
 from ..text import SNIFF_BYTES, dominant_newline, first_ending_index, utf8_text_start
 
-STEP = 1 << 16
+STEP = 1 << 14
 """Bytes between checkpoints: the most a window reads before its first line."""
 READ_BYTES = 1 << 20
 """Bytes per read while scanning."""

@@ -21,7 +21,9 @@ from . import line_index
 from .files import file_identity, open_regular, read_open, too_large
 
 BLOCK_BYTES = 1 << 16
-"""Bytes per read while collecting a window."""
+"""Most bytes per read while collecting a window."""
+MIN_BLOCK_BYTES = 1 << 12
+"""Fewest bytes per read: a few lines' worth would cost more in calls than in bytes."""
 _CONTINUATION = bytes(range(0x80, 0xC0))
 """UTF-8 bytes that continue a character: a character count skips them."""
 
@@ -87,12 +89,12 @@ def _indexed(
 ) -> tuple[line_index.LineIndex, dict[str, str]] | bytes:
     """The file's line index and what proves the version read, or its bytes when it
     is no UTF-8 text (then ``max_bytes`` applies, as for any whole read)."""
+    if info.st_size > max(max_bytes, max_window_file_bytes):
+        raise too_large(path, info.st_size, max(max_bytes, max_window_file_bytes))
     identity = file_identity(info)
     cached = line_index.CACHE.get(identity)
     if cached is not None:
         return cached, {"identity": identity}
-    if info.st_size > max(max_bytes, max_window_file_bytes):
-        raise too_large(path, info.st_size, max(max_bytes, max_window_file_bytes))
     settled = line_index.settled(info, time.time_ns())
     scan = None
     if info.st_size <= max_window_file_bytes:
@@ -112,33 +114,50 @@ def window_lines(
     limit: int,
     line_bytes: int,
     max_bytes: int,
-    block_size: int = BLOCK_BYTES,
+    block_size: int | None = None,
 ) -> tuple[bytes, list[list[int]]]:
     """The bytes of up to ``limit`` lines from 0-based ``first`` on, and the lines cut
-    short (see ``read_window``); read ``block_size`` bytes at a time."""
+    short (see ``read_window``); read ``block_size`` bytes at a time (by default
+    about what ``limit`` average lines take)."""
     if first >= index.total_lines:
         return b"", []
+    if block_size is None:
+        average = index.size // index.total_lines + 1
+        block_size = max(MIN_BLOCK_BYTES, min(BLOCK_BYTES, limit * average * 5 // 4))
     start = index.line_start(fd, first)
     lines: list[bytes] = []
     clipped: list[list[int]] = []
     used = 0
-    for line, chars in _lines_from(fd, start, index.size, line_bytes, block_size):
-        if lines and used + len(line) > max_bytes:
-            break
-        if chars is not None:
-            clipped.append([len(lines), chars])
-        lines.append(line)
-        used += len(line)
+    for batch, chars in _batches(fd, start, index.size, line_bytes, block_size):
+        batch = batch[: limit - len(lines)]
+        batch_bytes = sum(map(len, batch))
+        fits = used + batch_bytes <= max_bytes
+        if chars is None and fits and max(map(len, batch)) <= line_bytes:
+            lines.extend(batch)  # the common case: no line to cut, all of it fits
+            used += batch_bytes
+        else:
+            for piece in batch:
+                line, cut = (piece, chars) if chars is not None else _clipped(piece, line_bytes)
+                if lines and used + len(line) > max_bytes:
+                    return b"".join(lines), clipped
+                if cut is not None:
+                    clipped.append([len(lines), cut])
+                lines.append(line)
+                used += len(line)
         if len(lines) == limit:
             break
     return b"".join(lines), clipped
 
 
-def _lines_from(
+def _batches(
     fd: int, pos: int, size: int, clip: int, block_size: int
-) -> Iterator[tuple[bytes, int | None]]:
-    """Each line from byte ``pos`` on, with its ending, and the length in characters
-    of a body longer than ``clip`` bytes (then cut to that), else None."""
+) -> Iterator[tuple[list[bytes], int | None]]:
+    """The lines from byte ``pos`` on, with their endings, a block's worth at a time.
+
+    A line whose body is still longer than ``clip`` bytes at the end of a block
+    comes alone, already cut, with its length in characters (else None): it is
+    streamed, never held whole. Lines that fit in a block come as they are.
+    """
     pending = b""
     while pos < size:
         block = os.pread(fd, min(block_size, size - pos), pos)
@@ -150,14 +169,14 @@ def _lines_from(
         if pending.endswith(b"\n"):  # a CR at the end waits: the next byte may be its LF
             pieces.append(pending)
             pending = b""
-        for piece in pieces:
-            yield _clipped(piece, clip)
+        if pieces:
+            yield pieces, None
         if len(pending) > clip and not pending.endswith(b"\r"):
-            line, pos = _rest_of_long_line(fd, pending, pos, size, clip, block_size)
+            (cut, chars), pos = _rest_of_long_line(fd, pending, pos, size, clip, block_size)
             pending = b""
-            yield line
+            yield [cut], chars
     if pending:
-        yield _clipped(pending, clip)
+        yield [pending], None
 
 
 def _clipped(line: bytes, clip: int) -> tuple[bytes, int | None]:
