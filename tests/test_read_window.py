@@ -328,7 +328,7 @@ async def check_a_change_between_read_and_edit_is_a_conflict(root: Path, trusted
     result = await fs.edit_file("conflict.txt", "note 500\n", "note five hundred\n")
     assert result.error.code == "CONFLICT"
     assert "note 500\n" in path.read_text()
-    assert (await fs.read_file("conflict.txt", tail=1)).ok
+    assert "  1000\tNOTE 999" in (await fs.read_file("conflict.txt", tail=1)).text
     assert (await fs.edit_file("conflict.txt", "note 500\n", "note five hundred\n")).ok
 
 
