@@ -10,9 +10,11 @@ from .commit import commit_changes, recover_commit
 from .files import read_bytes, stat_path, walk_all
 from .listing import list_tree
 from .search import glob_files, grep
+from .window import read_window
 
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "read_bytes": read_bytes,
+    "read_window": read_window,
     "stat_path": stat_path,
     "walk_all": walk_all,
     "list_tree": list_tree,

@@ -100,8 +100,20 @@ class FileTools:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> ToolResult:
-        return await self.call("read_file", {"path": path, "offset": offset, "limit": limit})
+    async def read_file(
+        self,
+        path: str,
+        offset: int | None = None,
+        limit: int | None = None,
+        tail: int | None = None,
+    ) -> ToolResult:
+        """``offset`` (0 = the first line) or ``tail`` (the last N lines), not both."""
+        args: dict[str, Any] = {"path": path, "limit": limit}
+        if offset is not None:
+            args["offset"] = offset
+        if tail is not None:
+            args["tail"] = tail
+        return await self.call("read_file", args)
 
     async def read_many_files(self, paths: list[str]) -> ToolResult:
         return await self.call("read_many_files", {"paths": paths})

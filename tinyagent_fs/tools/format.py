@@ -2,22 +2,34 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..text import split_lines
 
 NUMBER_WIDTH = 6
 
 
-def number_lines(lines: list[str], first_line: int, max_line_chars: int) -> tuple[str, int]:
-    """``cat -n`` style lines; returns the text and how many lines were cut short."""
+def number_lines(
+    lines: list[str],
+    first_line: int,
+    max_line_chars: int,
+    full_lengths: Mapping[int, int] | None = None,
+) -> tuple[str, int]:
+    """``cat -n`` style lines; returns the text and how many lines were cut short.
+
+    ``full_lengths``: the real length, by index, of lines that arrive already cut
+    (a window read keeps only the start of a very long line).
+    """
     out: list[str] = []
     cut = 0
     for index, line in enumerate(lines):
         body = line.rstrip("\r\n")
-        if len(body) > max_line_chars:
+        length = full_lengths.get(index, len(body)) if full_lengths else len(body)
+        if length > max_line_chars:
             cut += 1
             body = (
                 body[:max_line_chars]
-                + f" [... line truncated: {len(body) - max_line_chars} more characters]"
+                + f" [... line truncated: {length - max_line_chars} more characters]"
             )
         out.append(f"{first_line + index:>{NUMBER_WIDTH}}\t{body}")
     return "\n".join(out), cut

@@ -36,7 +36,7 @@ async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedT
             f"{ctx.relative(path)} is a directory",
             "give a file path inside it",
         ) from None
-    ctx.read_state.check_unchanged(path, old, ctx.relative(path))
+    await ctx.check_unchanged(path, old)
     if old is None:
         return None, None
     try:
