@@ -11,6 +11,12 @@ from .files import read_bytes, stat_path, walk_all
 from .listing import list_tree
 from .search import glob_files, grep
 
+
+def ping() -> None:
+    """Do nothing: one request and its answer cost what every primitive pays on top of
+    its own work (the floor of a provider hop, for benchmarks and health checks)."""
+
+
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "read_bytes": read_bytes,
     "stat_path": stat_path,
@@ -21,4 +27,5 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "commit_changes": commit_changes,
     "recover_commit": recover_commit,
     "run_command": run_command,
+    "ping": ping,
 }
