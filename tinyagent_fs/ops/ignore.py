@@ -91,16 +91,26 @@ class RuleSet:
             (matcher, line.negated, line.dir_only)
             for matcher, line in reversed(list(zip(matchers, self.lines, strict=True)))
         ]
-        # One combined regex answers the common "no line matches" in one call; it is
-        # only safe when no line needed the linear-time matcher.
-        self._any = None
-        if matchers and not any(matcher.linear for matcher in matchers):
-            any_source = "|".join(f"(?:{matcher.source})" for matcher in matchers)
-            self._any = re.compile(any_source, re.DOTALL)
+        self.has_negation = any(line.negated for line in self.lines)
+        # A screen per kind of path answers the common "no line matches" in one or two
+        # regex calls (a file is never matched by a directory-only line); it is only
+        # safe when no line needed the linear-time matcher.
+        self.screenable = not any(matcher.linear for matcher in matchers)
+        self.screen_lines = {
+            is_dir: [
+                (line, matcher)
+                for matcher, line in zip(matchers, self.lines, strict=True)
+                if is_dir or not line.dir_only
+            ]
+            for is_dir in (False, True)
+        }
+        self._screens = {is_dir: Screen(self.screen_lines[is_dir]) for is_dir in (False, True)}
 
     def decide(self, rel_path: str, is_dir: bool) -> bool | None:
         """True when ignored, False when re-included by ``!``, None when no line matches."""
-        if not self._rules or (self._any is not None and self._any.fullmatch(rel_path) is None):
+        if not self._rules:
+            return None
+        if self.screenable and not self._screens[is_dir].matches(rel_path):
             return None
         for matcher, negated, dir_only in self._rules:
             if dir_only and not is_dir:
@@ -109,9 +119,62 @@ class RuleSet:
                 return not negated
         return None
 
-    @property
-    def has_negation(self) -> bool:
-        return any(line.negated for line in self.lines)
+
+class Screen:
+    """Whether any of some ignore lines matches a path, in at most two regex calls.
+
+    A line without ``/`` matches a path exactly when it matches the path's last
+    name (its regex is ``(?:.*/)?`` and then a body that never matches ``/``), so
+    those lines are tried against the name alone: the regex engine then does not
+    try every ``/`` of the path for each of them.
+    """
+
+    def __init__(self, lines: Iterable[tuple[IgnoreLine, GlobMatcher]]) -> None:
+        names: list[str] = []
+        paths: list[str] = []
+        for line, matcher in lines:
+            if line.anchored:
+                paths.append(matcher.source)
+            else:
+                names.append(matcher.source.removeprefix(DIRS))
+        self._names = _alternation(names)
+        self._paths = _alternation(paths)
+
+    def matches(self, rel_path: str) -> bool:
+        if self._names is not None and self._names.fullmatch(rel_path.rpartition("/")[2]):
+            return True
+        return self._paths is not None and self._paths.fullmatch(rel_path) is not None
+
+
+def _alternation(sources: list[str]) -> re.Pattern[str] | None:
+    if not sources:
+        return None
+    return re.compile("|".join(f"(?:{source})" for source in sources), re.DOTALL)
+
+
+_COMPILED: dict[tuple[str, bool, tuple[str, ...]], RuleSet] = {}
+_COMPILED_MAX_SETS = 64
+_COMPILED_MAX_CHARS = 64 * 1024
+"""Rule sets kept compiled by content; larger ignore files are compiled on every use."""
+
+
+def compiled_rules(lines: Iterable[str], source: str, *, strict: bool = False) -> RuleSet:
+    """The ``RuleSet`` of these lines, compiled once per process while they stay the same.
+
+    Keyed by the lines themselves, not a file's stat signature: an ignore file a
+    command rewrites within one timestamp tick is still seen as it is now. A
+    ``RuleSet`` never changes after it is built, so sharing one is safe.
+    """
+    key = (source, strict, tuple(lines))
+    cached = _COMPILED.get(key)
+    if cached is not None:
+        return cached
+    rules = RuleSet(key[2], source, strict=strict)
+    if sum(map(len, key[2])) <= _COMPILED_MAX_CHARS:
+        if len(_COMPILED) >= _COMPILED_MAX_SETS:
+            del _COMPILED[next(iter(_COMPILED))]
+        _COMPILED[key] = rules
+    return rules
 
 
 def _gitignore_lines(path: str) -> list[str] | None:
@@ -152,13 +215,22 @@ class IgnoreRules:
     def __init__(self, root: str, denied_patterns: Iterable[str]) -> None:
         self.root = root
         self.denial_sets = (
-            RuleSet(denied_patterns, "the sandbox policy", strict=True),
-            RuleSet(_denial_lines(root), IGNORE_FILE_NAME, strict=True),
+            compiled_rules(denied_patterns, "the sandbox policy", strict=True),
+            compiled_rules(_denial_lines(root), IGNORE_FILE_NAME, strict=True),
         )
         self._gitignores: dict[str, RuleSet | None] = {}
         self._chains: dict[str, list[tuple[int, RuleSet]]] = {}
+        # Without a '!' line in either set, "denied" is "some line matches": one
+        # regex over both sets answers it per path.
+        self._fused = all(s.screenable and not s.has_negation for s in self.denial_sets)
+        self._denial_screens = {
+            is_dir: Screen(line for s in self.denial_sets for line in s.screen_lines[is_dir])
+            for is_dir in (False, True)
+        }
 
     def is_denied(self, rel_path: str, is_dir: bool) -> bool:
+        if self._fused:
+            return self._denial_screens[is_dir].matches(rel_path)
         return any(rules.decide(rel_path, is_dir) is True for rules in self.denial_sets)
 
     def is_gitignored(self, rel_path: str, is_dir: bool) -> bool:
@@ -202,7 +274,7 @@ class IgnoreRules:
     def _load(self, rel_dir: str) -> RuleSet | None:
         if rel_dir not in self._gitignores:
             lines = _gitignore_lines(os.path.join(self.root, rel_dir, GITIGNORE_NAME))
-            self._gitignores[rel_dir] = RuleSet(lines, GITIGNORE_NAME) if lines else None
+            self._gitignores[rel_dir] = compiled_rules(lines, GITIGNORE_NAME) if lines else None
         return self._gitignores[rel_dir]
 
     def _chain(self, rel_dir: str) -> list[tuple[int, RuleSet]]:
