@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 import itertools
+import os
 from pathlib import Path
 
 import pytest
 
-from tinyagent_fs.ops.ignore import IgnoreLine, IgnoreRules, RuleSet, compiled_rules
+from tinyagent_fs.ops.ignore import (
+    DIRECTORY_FLAGS,
+    IgnoreLine,
+    IgnoreRules,
+    RuleSet,
+    compiled_rules,
+    open_subdirectory,
+    sorted_entries,
+)
 
 PATTERNS = [
     "*.log",
@@ -109,3 +118,22 @@ def test_compiled_rules_are_shared_only_for_the_same_lines_and_source() -> None:
     assert compiled_rules(["*.tmp"], ".gitignore") is first
     assert compiled_rules(["*.tmp"], ".tinyagentignore") is not first
     assert compiled_rules(["*.tmp", "x"], ".gitignore") is not first
+
+
+def test_a_walk_opens_subdirectories_beneath_their_parent_never_through_a_link(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real", target_is_directory=True)
+    (tmp_path / "file").write_text("x")
+    fd = os.open(tmp_path, DIRECTORY_FLAGS)
+    try:
+        child = open_subdirectory(fd, "real")
+        assert child is not None
+        os.close(child)
+        assert open_subdirectory(fd, "link") is None
+        assert open_subdirectory(fd, "file") is None
+        assert open_subdirectory(fd, "missing") is None
+        assert [entry.name for entry in sorted_entries(fd)] == ["file", "link", "real"]
+    finally:
+        os.close(fd)

@@ -10,6 +10,7 @@ directory, so building the rules costs two small reads.
 
 from __future__ import annotations
 
+import operator
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -233,6 +234,11 @@ class IgnoreRules:
             return self._denial_screens[is_dir].matches(rel_path)
         return any(rules.decide(rel_path, is_dir) is True for rules in self.denial_sets)
 
+    def gitignores_apply(self, rel_dir: str) -> bool:
+        """Whether any ``.gitignore`` speaks for the entries of ``rel_dir``; when none
+        does, a walk skips asking about each entry."""
+        return bool(self._chain(rel_dir))
+
     def is_gitignored(self, rel_path: str, is_dir: bool) -> bool:
         """Deepest ``.gitignore`` with a matching line decides, as in git."""
         for offset, rules in self._chain(rel_path.rpartition("/")[0]):
@@ -297,22 +303,80 @@ def walk_files(
     root: str, start_rel: str, rules: IgnoreRules, max_depth: int | None = None
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """Regular files below ``start_rel`` in tree order (names sorted per directory,
-    children right after their parent), skipping ignored paths and every symlink."""
+    children right after their parent), skipping ignored paths and every symlink.
+
+    Each directory is read through a descriptor opened beneath its parent without
+    following links, so an entry's ``stat()`` (valid while the walk is on its
+    directory) resolves one name, not the whole path. Kinds come from the
+    entries themselves (``d_type``), and ``.gitignore`` files are asked only in
+    directories where one applies.
+    """
     directory = os.path.join(root, start_rel) if start_rel else root
     try:
-        with os.scandir(directory) as scan:
-            entries = sorted(scan, key=lambda entry: entry.name)
+        fd = os.open(directory, DIRECTORY_FLAGS)
     except OSError:
         return
-    prefix = start_rel + "/" if start_rel else ""
+    try:
+        yield from _walk_directory(fd, start_rel, rules, max_depth)
+    finally:
+        os.close(fd)
+
+
+def _walk_directory(
+    fd: int, rel_dir: str, rules: IgnoreRules, max_depth: int | None
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    entries = sorted_entries(fd)
+    prefix = rel_dir + "/" if rel_dir else ""
+    descend = max_depth is None or max_depth > 1
+    deeper = None if max_depth is None else max_depth - 1
+    is_denied = rules.is_denied
+    gitignores = rules.gitignores_apply(rel_dir)
     for entry in entries:
-        rel = prefix + entry.name
+        name = entry.name
         try:
             if entry.is_dir(follow_symlinks=False):
-                if (max_depth is None or max_depth > 1) and not rules.is_ignored(rel, True):
-                    deeper = None if max_depth is None else max_depth - 1
-                    yield from walk_files(root, rel, rules, deeper)
-            elif entry.is_file(follow_symlinks=False) and not rules.is_ignored(rel, False):
-                yield rel, entry
+                if not descend:
+                    continue
+                is_dir = True
+            elif entry.is_file(follow_symlinks=False):
+                is_dir = False
+            else:
+                continue
         except OSError:
             continue
+        rel = prefix + name
+        if name == GIT_DIR_NAME or is_denied(rel, is_dir):
+            continue
+        if gitignores and rules.is_gitignored(rel, is_dir):
+            continue
+        if not is_dir:
+            yield rel, entry
+            continue
+        child = open_subdirectory(fd, name)
+        if child is not None:
+            try:
+                yield from _walk_directory(child, rel, rules, deeper)
+            finally:
+                os.close(child)
+
+
+DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_NAME = operator.attrgetter("name")
+
+
+def sorted_entries(fd: int) -> list[os.DirEntry[str]]:
+    """The entries of the directory open on ``fd``, by name; none when it cannot be read."""
+    try:
+        with os.scandir(fd) as scan:
+            return sorted(scan, key=_NAME)
+    except OSError:
+        return []
+
+
+def open_subdirectory(fd: int, name: str) -> int | None:
+    """A descriptor for directory ``name`` beneath ``fd``; None for a link swapped in
+    since the entry was read, or anything else that is no longer a directory."""
+    try:
+        return os.open(name, DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+    except OSError:
+        return None

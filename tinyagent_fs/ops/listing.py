@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-import operator
 import os
-import stat as stat_module
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
-from .ignore import GIT_DIR_NAME, IgnoreRules, load_ignore_rules
+from .ignore import (
+    DIRECTORY_FLAGS,
+    GIT_DIR_NAME,
+    IgnoreRules,
+    load_ignore_rules,
+    open_subdirectory,
+    sorted_entries,
+)
 
 COUNT_FACTOR = 100
 """Past the limit we keep counting, but only up to this many times the limit."""
@@ -35,23 +40,26 @@ def list_tree(
     keeps counting past the limit so the model knows how much it did not see, but
     that count stops at ``COUNT_FACTOR * limit`` entries and then is a lower bound.
     Kinds come from the directory entries themselves (``d_type``); only regular
-    files are stat'ed, for their size.
+    files are stat'ed, for their size, by name beneath their directory's
+    descriptor; subdirectories are opened beneath it without following links.
     """
     if depth < 1:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "depth must be at least 1", "use depth=1")
     if limit < 1:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "limit must be at least 1", "use limit=200")
     try:
-        mode = os.stat(path).st_mode
-    except OSError:
+        fd = os.open(path, DIRECTORY_FLAGS)
+    except FileNotFoundError:
         raise ToolError(ErrorCode.NOT_FOUND, f"{start} does not exist", "list its parent") from None
-    if not stat_module.S_ISDIR(mode):
+    except NotADirectoryError:
         raise ToolError(
             ErrorCode.NOT_A_DIRECTORY, f"{start} is not a directory", "use read_file for files"
-        )
-    start = "" if start == "." else start
-    listing = _Listing(load_ignore_rules(root, denied_patterns), include_hidden, limit)
-    listing.visit(path, start, depth, 1)
+        ) from None
+    try:
+        listing = _Listing(load_ignore_rules(root, denied_patterns), include_hidden, limit)
+        listing.visit(fd, "" if start == "." else start, depth, 1)
+    finally:
+        os.close(fd)
     omitted = listing.total - len(listing.entries)
     return {
         "entries": listing.entries,
@@ -73,29 +81,27 @@ class _Listing:
         self.total = 0
         self.stopped = False
 
-    def visit(self, directory: str, rel_dir: str, depth_left: int, level: int) -> None:
-        try:
-            with os.scandir(directory) as scan:
-                children = sorted(scan, key=_NAME)
-        except OSError:
-            return
+    def visit(self, fd: int, rel_dir: str, depth_left: int, level: int) -> None:
         prefix = rel_dir + "/" if rel_dir else ""
-        rules, entries = self.rules, self.entries
-        for child in children:
+        rules, entries, limit = self.rules, self.entries, self.limit
+        is_denied = rules.is_denied
+        skip_hidden = not self.include_hidden
+        gitignores = rules.gitignores_apply(rel_dir)
+        for child in sorted_entries(fd):
             name = child.name
-            if name.startswith(".") and not self.include_hidden:
+            if skip_hidden and name[0] == ".":
                 continue
             rel = prefix + name
             kind, size = _describe(child)
-            if self._denied(rel, kind):
-                continue
             is_dir = kind == "directory"
-            ignored = name == GIT_DIR_NAME or rules.is_gitignored(rel, is_dir)
+            if is_denied(rel, is_dir) or (kind == "symlink" and is_denied(rel, True)):
+                continue
+            ignored = name == GIT_DIR_NAME or (gitignores and rules.is_gitignored(rel, is_dir))
             if self.total >= self.cap:
                 self.stopped = True
                 return
             self.total += 1
-            if len(entries) < self.limit:
+            if len(entries) < limit:
                 entries.append(
                     {
                         "path": rel,
@@ -107,17 +113,15 @@ class _Listing:
                     }
                 )
             if is_dir and depth_left > 1 and not ignored:
-                self.visit(os.path.join(directory, name), rel, depth_left - 1, level + 1)
+                subdirectory = open_subdirectory(fd, name)
+                if subdirectory is None:
+                    continue
+                try:
+                    self.visit(subdirectory, rel, depth_left - 1, level + 1)
+                finally:
+                    os.close(subdirectory)
                 if self.stopped:
                     return
-
-    def _denied(self, rel: str, kind: str) -> bool:
-        if kind == "symlink":
-            return self.rules.is_denied(rel, False) or self.rules.is_denied(rel, True)
-        return self.rules.is_denied(rel, kind == "directory")
-
-
-_NAME = operator.attrgetter("name")
 
 
 def _describe(entry: os.DirEntry[str]) -> tuple[str, int | None]:

@@ -51,16 +51,19 @@ def glob_files(
     found: list[tuple[str, float]] = []
     if start is not None:
         skip = len(base_rel) + 1 if base_rel else 0
+        matches = matcher.fullmatch
         for rel, entry in walk_files(root, start, rules, _glob_depth(glob)):
-            if matcher.fullmatch(rel[skip:]):
+            if matches(rel[skip:]):
                 try:
                     found.append((rel, entry.stat(follow_symlinks=False).st_mtime))
                 except OSError:
                     continue
+    # The walk yields tree order, so the older files are already in order and a
+    # stable sort by time alone leaves recent files of the same time in tree order.
     cutoff = time.time() - RECENT_SECONDS
-    recent = sorted((f for f in found if f[1] >= cutoff), key=lambda f: (-f[1], _tree_key(f[0])))
-    older = sorted((f for f in found if f[1] < cutoff), key=lambda f: _tree_key(f[0]))
-    ordered = recent + older
+    recent = [item for item in found if item[1] >= cutoff]
+    recent.sort(key=_newest_first)
+    ordered = recent + [item for item in found if item[1] < cutoff]
     return {
         "matches": [{"path": path, "mtime": mtime} for path, mtime in ordered[:limit]],
         "total": len(ordered),
@@ -384,6 +387,10 @@ def _glob_depth(glob: str) -> int | None:
     if "**" in glob or "{" in glob:
         return None
     return len(glob.split("/")) - len(_literal_dirs(glob))
+
+
+def _newest_first(item: tuple[str, float]) -> float:
+    return -item[1]
 
 
 def _tree_key(rel: str) -> list[str]:
