@@ -40,6 +40,9 @@ def glob_files(
 
     Recently modified files come first because an agent globbing is usually looking
     for what it (or the person) just worked on; the rest are in tree order.
+    ``matches`` are the paths relative to ``root`` and ``mtimes`` their modification
+    times, as two flat lists: thousands of small objects cost more to send out of
+    the sandbox than the walk that found them.
     """
     _require(limit >= 1, "limit must be at least 1")
     _require_directory(root, base)
@@ -64,8 +67,10 @@ def glob_files(
     recent = [item for item in found if item[1] >= cutoff]
     recent.sort(key=_newest_first)
     ordered = recent + [item for item in found if item[1] < cutoff]
+    shown = ordered[:limit]
     return {
-        "matches": [{"path": path, "mtime": mtime} for path, mtime in ordered[:limit]],
+        "matches": [path for path, _ in shown],
+        "mtimes": [mtime for _, mtime in shown],
         "total": len(ordered),
         "omitted": max(0, len(ordered) - limit),
     }

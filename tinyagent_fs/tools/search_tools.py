@@ -61,7 +61,7 @@ async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         limit=args["limit"],
         **_search_args(ctx),
     )
-    paths = [m["path"] for m in found["matches"]]
+    paths = found["matches"]
     lines = list(paths)
     if found["omitted"]:
         lines.append(f"[... {found['omitted']} more files not shown; narrow the pattern]")
