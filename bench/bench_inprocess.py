@@ -15,20 +15,25 @@ would run, taken in turns in the same run (see ``bench_tools.Bench.pair``):
 Below the tool rows, the layers a read goes through: the provider's
 ``read_bytes`` alone against ``open().read()``, and the floor of one provider
 hop: a ``ping`` request (no work at all) against one byte sent to an echo
-process over a socketpair and back. For the sandbox the difference between
-``read_file`` and ``ping`` is what the toolkit itself spends.
+process over a socketpair and back. Then where one ``read_file`` call's time
+goes: each part timed on its own, all parts in turns in the same loop, and
+what is left of the whole call after them (validation, hooks, read state,
+result building).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import os
 import socket
 import stat
+import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -46,9 +51,12 @@ from bench_tools import (
 )
 
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit import AuditEvent, AuditLog, summarise_arguments
+from tinyagent_fs.changes import content_hash
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.journal import JOURNAL_ENV
+from tinyagent_fs.text import decode_text, split_lines
+from tinyagent_fs.tools.format import number_lines
 
 LIST_ENTRIES = 1_000
 TREE_FILES = 5_000
@@ -148,6 +156,58 @@ async def layer_rows(bench: Bench, round_trip: Callable[[], bytes]) -> list[Row]
     ]
 
 
+async def read_breakdown(bench: Bench, audit: AuditLog, rounds: int) -> list[str]:
+    """Median µs of each part of one read_file call, the parts timed in turns."""
+    fs, path = bench.fs, bench.root / SMALL
+    data = path.read_bytes()
+    args = {"path": SMALL, "offset": 0, "limit": None}
+
+    def text_work() -> str:
+        lines = split_lines(decode_text(data, SMALL).text)
+        return number_lines(lines, 1, fs.policy.max_line_chars)[0]
+
+    def guard_twice() -> Path:
+        fs.guard.resolve(SMALL)
+        return fs.guard.resolve(SMALL)
+
+    def audit_work() -> None:
+        event = AuditEvent(
+            tool="read_file", arguments=summarise_arguments(args), paths=[SMALL], root=str(path)
+        )
+        audit.record(event)
+
+    parts: dict[str, Callable[[], object]] = {
+        "provider read_bytes (hop + open/read)": lambda: fs.provider.call(
+            "read_bytes", path=str(path), max_bytes=fs.policy.max_file_bytes
+        ),
+        "path guard, twice (pipeline check + tool)": lambda: (
+            [fs.guard.resolve(SMALL)] * 2 and fs.guard.resolve(SMALL)
+        ),
+        "decode, split, cat -n numbering": text_work,
+        "audit event built and appended": audit_work,
+        "content hash kept for conflict checks": lambda: content_hash(data),
+    }
+    whole = "read_file, whole call"
+    samples: dict[str, list[float]] = {name: [] for name in [whole, *parts]}
+    actions = {whole: lambda: fs.call("read_file", args), **parts}
+    for _ in range(rounds):
+        fs.new_round()
+        for name, action in actions.items():
+            started = time.perf_counter()
+            result = action()
+            if inspect.isawaitable(result):
+                await result
+            samples[name].append(time.perf_counter() - started)
+    medians = {name: statistics.median(times) * 1e6 for name, times in samples.items()}
+    medians["the rest: validation, hooks, read state, result"] = medians[whole] - sum(
+        medians[name] for name in parts
+    )
+    return [f"  where read_file 4 KB goes (medians of {rounds} rounds, parts timed in turns)"] + [
+        f"    {name:<54}{value:>9.1f} µs  {value / medians[whole]:>4.0%}"
+        for name, value in medians.items()
+    ]
+
+
 async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
     os.environ[JOURNAL_ENV] = str(workdir / "journal")
     out: list[str] = []
@@ -165,9 +225,12 @@ async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
             bench = Bench(fs, fs.root, 5 if args.quick else 1, 1 if args.quick else 3)
             try:
                 rows = [*await tool_rows(bench), *await layer_rows(bench, round_trip)]
+                parts = await read_breakdown(
+                    bench, AuditLog(workdir / "audit-parts"), 100 if args.quick else 500
+                )
             finally:
                 await fs.close()
-            lines = [f"[{fs.provider.name}]", *map(format_row, rows)]
+            lines = [f"[{fs.provider.name}]", *map(format_row, rows), *parts]
             print("\n".join(lines), flush=True)
             out += lines
     return out

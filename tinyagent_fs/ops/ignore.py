@@ -10,6 +10,7 @@ directory, so building the rules costs two small reads.
 
 from __future__ import annotations
 
+import functools
 import operator
 import os
 import re
@@ -153,7 +154,6 @@ def _alternation(sources: list[str]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{source})" for source in sources), re.DOTALL)
 
 
-_COMPILED: dict[tuple[str, bool, tuple[str, ...]], RuleSet] = {}
 _COMPILED_MAX_SETS = 64
 _COMPILED_MAX_CHARS = 64 * 1024
 """Rule sets kept compiled by content; larger ignore files are compiled on every use."""
@@ -164,18 +164,18 @@ def compiled_rules(lines: Iterable[str], source: str, *, strict: bool = False) -
 
     Keyed by the lines themselves, not a file's stat signature: an ignore file a
     command rewrites within one timestamp tick is still seen as it is now. A
-    ``RuleSet`` never changes after it is built, so sharing one is safe.
+    ``RuleSet`` never changes after it is built, so sharing one (across threads
+    too) is safe.
     """
-    key = (source, strict, tuple(lines))
-    cached = _COMPILED.get(key)
-    if cached is not None:
-        return cached
-    rules = RuleSet(key[2], source, strict=strict)
-    if sum(map(len, key[2])) <= _COMPILED_MAX_CHARS:
-        if len(_COMPILED) >= _COMPILED_MAX_SETS:
-            del _COMPILED[next(iter(_COMPILED))]
-        _COMPILED[key] = rules
-    return rules
+    key = tuple(lines)
+    if sum(map(len, key)) > _COMPILED_MAX_CHARS:
+        return RuleSet(key, source, strict=strict)
+    return _cached_rules(source, strict, key)
+
+
+@functools.lru_cache(maxsize=_COMPILED_MAX_SETS)
+def _cached_rules(source: str, strict: bool, lines: tuple[str, ...]) -> RuleSet:
+    return RuleSet(lines, source, strict=strict)
 
 
 def _gitignore_lines(path: str) -> list[str] | None:
