@@ -164,11 +164,11 @@ def recv_message(sock: socket.socket, deadline: float | None = None) -> Any:
     """
     if sock.gettimeout() is not None:
         sock.settimeout(None)
-    header_len, blob_len = PREFIX.unpack(_recv_exact(sock, PREFIX.size, deadline))
+    header_len, blob_len = PREFIX.unpack(_recv_all(sock, PREFIX.size, deadline))
     if header_len > MAX_HEADER_BYTES or blob_len > MAX_BLOB_BYTES:
         raise WireError(f"frame of {header_len}+{blob_len} bytes is over the limit")
-    header = bytes(_recv_exact(sock, header_len, deadline))
-    return decode(header, _recv_blob_area(sock, blob_len, deadline) if blob_len else b"")
+    header = _recv_all(sock, header_len, deadline)
+    return decode(header, _recv_all(sock, blob_len, deadline) if blob_len else b"")
 
 
 def frame_arrival(sock: socket.socket, seconds: float) -> str | None:
@@ -194,7 +194,9 @@ def frame_arrival(sock: socket.socket, seconds: float) -> str | None:
     return "queued" if whole else "arriving"
 
 
-def _recv_blob_area(sock: socket.socket, size: int, deadline: float | None) -> bytes:
+def _recv_all(sock: socket.socket, size: int, deadline: float | None) -> bytes:
+    """``size`` bytes, in the common case from one ``recv(MSG_WAITALL)`` straight into
+    the bytes object returned; resumed when a signal or the timeout cuts it short."""
     first = _receive(sock, deadline, partial(sock.recv, size, socket.MSG_WAITALL))
     if len(first) == size:
         return first
