@@ -147,3 +147,10 @@ def test_listing_a_file_or_missing_path_is_an_error(tree: Path) -> None:
     with pytest.raises(ToolError) as caught:
         listing(tree, depth=0)
     assert caught.value.code is ErrorCode.INVALID_ARGUMENT
+
+
+def test_a_directory_that_is_a_link_by_now_is_refused_not_followed(tree: Path) -> None:
+    with pytest.raises(ToolError) as caught:
+        listing(tree, "linked_src")
+    assert caught.value.code is ErrorCode.SYMLINK_ESCAPE
+    assert caught.value.security_violation

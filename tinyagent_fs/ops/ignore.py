@@ -313,7 +313,8 @@ def walk_files(
     """
     directory = os.path.join(root, start_rel) if start_rel else root
     try:
-        fd = os.open(directory, DIRECTORY_FLAGS)
+        # No link at the start either: the caller's path was resolved, so one is new.
+        fd = os.open(directory, DIRECTORY_FLAGS | os.O_NOFOLLOW)
     except OSError:
         return
     try:

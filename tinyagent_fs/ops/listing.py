@@ -48,10 +48,18 @@ def list_tree(
     if limit < 1:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "limit must be at least 1", "use limit=200")
     try:
-        fd = os.open(path, DIRECTORY_FLAGS)
+        # O_NOFOLLOW: the guard resolved every link, so a link here was swapped in since.
+        fd = os.open(path, DIRECTORY_FLAGS | os.O_NOFOLLOW)
     except FileNotFoundError:
         raise ToolError(ErrorCode.NOT_FOUND, f"{start} does not exist", "list its parent") from None
     except NotADirectoryError:
+        if os.path.islink(path):
+            raise ToolError(
+                ErrorCode.SYMLINK_ESCAPE,
+                f"{start} is a symlink now; it was not when the path was checked",
+                "check the path again; nothing was listed",
+                security_violation=True,
+            ) from None
         raise ToolError(
             ErrorCode.NOT_A_DIRECTORY, f"{start} is not a directory", "use read_file for files"
         ) from None
