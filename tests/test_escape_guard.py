@@ -57,6 +57,18 @@ async def test_ignore_file_negation_cannot_lift_a_policy_denial(
     assert SECRET not in many.text and "KEYDATA" not in many.text
 
 
+async def test_anchored_denial_hides_an_entry_of_a_listed_subdirectory(
+    fs: FileTools, project: Path
+) -> None:
+    (project / "docs" / "secret.txt").write_text(SECRET)
+    (project / "docs" / "sub").mkdir()
+    (project / "docs" / "sub" / "key.txt").write_text(SECRET)
+    (project / ".tinyagentignore").write_text("/docs/secret.txt\n/docs/sub/key.txt\n")
+    listing = await fs.list_directory("docs", depth=2)
+    assert [e["path"] for e in listing.data["entries"]] == ["docs/guide.md", "docs/sub"]
+    assert "secret.txt" not in listing.text and "key.txt" not in listing.text
+
+
 @pytest.mark.parametrize("backend", ["python", "ripgrep"])
 def test_grep_backends_keep_policy_denials_under_negation(project: Path, backend: str) -> None:
     if backend == "ripgrep" and find_ripgrep() is None:

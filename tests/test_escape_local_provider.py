@@ -76,6 +76,39 @@ async def test_a_flipping_folder_never_lets_a_change_or_a_read_out(tmp_path: Pat
     assert outside_state(outside) == before, "something outside the root was changed"
 
 
+async def test_a_flipping_folder_never_lets_a_listing_or_glob_show_what_is_outside(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    (root / "sub" / "inner").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "outside-only.txt").write_bytes(OUTSIDE_SECRET)
+    (outside / "inner").mkdir()
+    (outside / "inner" / "outside-deep.txt").write_bytes(OUTSIDE_SECRET)
+    (root / "sub" / "inside.txt").write_text("inside\n")
+    stop = threading.Event()
+    flipper = threading.Thread(target=flip_forever, args=(root / "sub", outside, stop), daemon=True)
+    fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
+    shown: list[str] = []
+    flipper.start()
+    try:
+        for _ in range(ROUNDS):
+            for name, args in [
+                ("list_directory", {"path": ".", "depth": 3}),
+                ("list_directory", {"path": "sub", "depth": 2}),
+                ("glob", {"pattern": "**/*"}),
+                ("glob", {"pattern": "**/*", "path": "sub"}),
+            ]:
+                shown.append((await fs.call(name, args)).text)
+    finally:
+        stop.set()
+        flipper.join(5)
+        await fs.close()
+    assert not [text for text in shown if "outside-" in text]
+    assert any("inside.txt" in text for text in shown), "the race never let a listing through"
+
+
 @pytest.mark.parametrize(
     "policy", [SandboxPolicy(), SandboxPolicy(window_reads_above=0)], ids=["whole", "windows"]
 )

@@ -111,6 +111,18 @@ async def test_worker_is_started_once_and_reused(sandbox: Sandbox) -> None:
     assert sandbox.provider.worker_pid == first
 
 
+async def test_ping_is_answered_by_the_running_worker_and_changes_nothing(
+    sandbox: Sandbox,
+) -> None:
+    before = sorted(path.name for path in sandbox.root.iterdir())
+    assert await sandbox.provider.call("ping") is None
+    first = sandbox.provider.worker_pid
+    assert first is not None
+    assert await sandbox.provider.call("ping") is None
+    assert sandbox.provider.worker_pid == first
+    assert sorted(path.name for path in sandbox.root.iterdir()) == before
+
+
 async def test_worker_holds_only_its_socket_and_a_minimal_environment(sandbox: Sandbox) -> None:
     await sandbox.provider.call("stat_path", path=str(sandbox.root))
     pid = served_pid(sandbox.provider)

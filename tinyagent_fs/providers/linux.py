@@ -42,7 +42,7 @@ from .worker_slot import WorkerSlot
 COMMAND_MARGIN_S = 5.0
 EXIT_WAIT_S = 0.5
 """How long a worker whose socket closed gets to be reaped, to tell a crash from a stall."""
-QUICK_OPS = frozenset({"read_bytes", "stat_path"})
+QUICK_OPS = frozenset({"read_bytes", "stat_path", "ping"})
 QUICK_TIMEOUT_S = 30.0
 INLINE_WAIT_S = 0.002
 """The longest a quick call may hold the event loop waiting for its answer to start."""

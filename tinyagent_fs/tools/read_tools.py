@@ -199,7 +199,7 @@ async def _expand(ctx: ToolContext, patterns: list[str], cap: int) -> list[Path]
                 limit=cap,
             )
             for match in found["matches"]:
-                seen.setdefault(ctx.resolve(match["path"]), None)
+                seen.setdefault(ctx.resolve(match), None)
         else:
             seen.setdefault(ctx.resolve(raw), None)
         if len(seen) >= cap:
