@@ -150,8 +150,8 @@ class LinuxSandboxProvider(Provider):
             timeout = float(kwargs.get("timeout_s", 0)) + KILL_GRACE_S + COMMAND_MARGIN_S
             kwargs = {"limits": self._command_limits(), **kwargs}
         with self._lock:
-            deadline = time.monotonic() + timeout
             self._send(op, kwargs)
+            deadline = time.monotonic() + timeout  # after a worker start, which has its own
             hits = self._slot.cgroup.limit_hits() if self._slot.cgroup else 0
             result = self._finish(op, deadline)
             if op == "run_command" and self._slot.cgroup and self._slot.cgroup.limit_hits() > hits:
