@@ -93,7 +93,7 @@ async def test_lists_every_tool_with_our_schema_and_risk_hints(
         server = client.server_info
 
     specs = tool_table()
-    assert set(listed) == set(specs)
+    assert set(listed) == {*specs, "list_allowed_directories"}
     assert (server.name, server.version) == ("tinyagent-fs", __version__)
     for name, spec in specs.items():
         assert listed[name].input_schema == portable_schema(spec.parameters)
@@ -107,6 +107,7 @@ async def test_lists_every_tool_with_our_schema_and_risk_hints(
     assert listed["create_directory"].annotations.read_only_hint is False
     assert listed["grep"].annotations.idempotent_hint is True
     assert listed["write_file"].annotations.idempotent_hint is False
+    assert listed["list_allowed_directories"].annotations.read_only_hint is True
 
 
 async def test_reads_edits_and_refuses_an_escape_all_audited(
