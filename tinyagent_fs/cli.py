@@ -124,7 +124,7 @@ async def _run(fs: FileTools, tool: str, args: dict[str, Any]) -> Any:
 
 
 def _mcp(options: argparse.Namespace) -> int:
-    from .integrations.mcp_server import main as serve  # only the server needs it
+    from .integrations.mcp_run import main as serve  # only the server needs it
 
     return serve(
         options.root or ["."],

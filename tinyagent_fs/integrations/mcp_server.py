@@ -1,4 +1,4 @@
-"""A stdio MCP server exposing the file tools: ``tinyagent-fs mcp --root DIR [--root DIR2 ...]``.
+"""The MCP methods of ``tinyagent-fs mcp`` (started by ``mcp_run``).
 
 Every ``tools/call`` goes through ``FileTools.call``, so an MCP client gets the
 same guard, sandbox, review and audit as any other caller. Tools are announced
@@ -13,27 +13,18 @@ MCP SDK is used only as a client, by the tests.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
-import signal
 import sys
 import time
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from .. import __version__
 from ..audit import AuditEvent, AuditLog, summarise_arguments
 from ..errors import ErrorCode, ToolError
-from ..hooks.policies import policy_from_name
 from ..limits import ResourceLimiter
-from ..policy import SandboxPolicy
-from ..providers import make_provider
-from ..providers.base import Provider
-from ..tools.facade import FileTools
 from ..tools.registry import tool_table
 from ..tools.result import ToolResult
-from .mcp_approval import CURRENT_REQUEST, ClientRequest, ElicitationApprover
+from .mcp_approval import CURRENT_REQUEST, ClientRequest
 from .mcp_protocol import (
     MODERN_VERSIONS,
     initialize_refused_on_modern,
@@ -43,7 +34,6 @@ from .mcp_protocol import (
     read_envelope,
     supports_roots,
 )
-from .mcp_provider import OneCallAtATime
 from .mcp_roots import ServedRoots, path_arguments
 from .mcp_tools import LIST_ROOTS_TOOL, call_result, tool_list
 from .mcp_wire import (
@@ -53,12 +43,10 @@ from .mcp_wire import (
     JsonRpcConnection,
     JsonRpcError,
     Request,
-    StdioLines,
     Work,
 )
 
 SERVER_NAME = "tinyagent-fs"
-USAGE_ERROR = 2
 BUDGET_ROUND_S = 60.0
 ROOTS_TIMEOUT_S = 10.0
 ROOTS_QUESTION = "roots"
@@ -98,14 +86,20 @@ class McpServer:
     """
 
     def __init__(
-        self, roots: ServedRoots, limiter: ResourceLimiter, audit: AuditLog | None
+        self,
+        configured: Sequence[str],
+        roots: asyncio.Future[ServedRoots],
+        limiter: ResourceLimiter,
+        audit: AuditLog | None,
     ) -> None:
-        self.roots = roots
+        """``roots`` may still be in the making (the sandbox probe runs meanwhile):
+        only tool calls wait for it, not the handshake or the tool list."""
+        self._roots = roots
         self.limiter = limiter
         self.audit = audit
         self.specs = tool_table()
         self.tools = tool_list(self.specs.values())
-        self.instructions = instructions(roots.configured)
+        self.instructions = instructions(configured)
         self.connection: JsonRpcConnection | None = None
         self.modern: bool | None = None
         """None until the client's first request decides the connection's era."""
@@ -222,16 +216,17 @@ class McpServer:
         if time.monotonic() - self._round_started >= BUDGET_ROUND_S:
             self.limiter.reset()
             self._round_started = time.monotonic()
+        roots = await asyncio.shield(self._roots)
         if modern and supports_roots(client.client_capabilities):
-            question = self._take_modern_roots(client.input_responses)
+            question = self._take_modern_roots(roots, client.input_responses)
             if question is not None:
                 return modern_result(question, SERVER_INFO)
         elif self._roots_update is not None:
             await asyncio.shield(self._roots_update)
         if name == LIST_ROOTS_TOOL:
-            result = self._list_roots(arguments)
+            result = self._list_roots(roots, arguments)
         else:
-            result = await self._run_tool(name, arguments, client)
+            result = await self._run_tool(roots, name, arguments, client)
         if client.pending:
             return modern_result(
                 {"inputRequests": client.pending, "resultType": "input_required"}, SERVER_INFO
@@ -240,12 +235,12 @@ class McpServer:
         return modern_result(shaped, SERVER_INFO) if modern else shaped
 
     async def _run_tool(
-        self, name: str, arguments: dict[str, Any], client: ClientRequest
+        self, roots: ServedRoots, name: str, arguments: dict[str, Any], client: ClientRequest
     ) -> ToolResult:
         try:
-            toolkit = self.roots.toolkit_for(name, arguments)
+            toolkit = roots.toolkit_for(name, arguments)
         except ToolError as error:
-            self._record_refusal(name, arguments, error)
+            self._record_refusal(roots, name, arguments, error)
             return ToolResult.failure(error)
         token = CURRENT_REQUEST.set(client)
         try:
@@ -253,7 +248,7 @@ class McpServer:
         finally:
             CURRENT_REQUEST.reset(token)
 
-    def _list_roots(self, arguments: dict[str, Any]) -> ToolResult:
+    def _list_roots(self, roots: ServedRoots, arguments: dict[str, Any]) -> ToolResult:
         if arguments:
             return ToolResult.failure(
                 ToolError(
@@ -262,9 +257,11 @@ class McpServer:
                     "call it with {}",
                 )
             )
-        return ToolResult.success(self.roots.describe(), {"roots": list(self.roots.served)})
+        return ToolResult.success(roots.describe(), {"roots": list(roots.served)})
 
-    def _record_refusal(self, name: str, arguments: dict[str, Any], error: ToolError) -> None:
+    def _record_refusal(
+        self, roots: ServedRoots, name: str, arguments: dict[str, Any], error: ToolError
+    ) -> None:
         """A call refused before any toolkit saw it is audited like one a guard refused."""
         if self.audit is None:
             return
@@ -273,12 +270,12 @@ class McpServer:
                 tool=name,
                 arguments=summarise_arguments(arguments),
                 paths=path_arguments(arguments),
-                root=self.roots.served[0] if self.roots.served else "",
+                root=roots.served[0] if roots.served else "",
                 outcome="error",
                 error_code=error.code.value,
                 security_violation=error.security_violation,
                 message=f"Error [{error.code.value}]: {error.message}"[:200],
-                provider=self.roots.toolkits[0].provider.name,
+                provider=roots.toolkits[0].provider.name,
             )
         )
 
@@ -295,123 +292,23 @@ class McpServer:
         except (JsonRpcError, asyncio.TimeoutError) as exc:
             print(f"tinyagent-fs mcp: the client's roots are unknown ({exc})", file=sys.stderr)
             return
-        self._apply_roots(answer)
+        self._apply_roots(await asyncio.shield(self._roots), answer)
 
-    def _take_modern_roots(self, answers: dict[str, Any]) -> dict[str, Any] | None:
+    def _take_modern_roots(
+        self, roots: ServedRoots, answers: dict[str, Any]
+    ) -> dict[str, Any] | None:
         """Apply a roots answer, or return the question when none was ever given."""
         if ROOTS_QUESTION in answers:
-            self._apply_roots(answers[ROOTS_QUESTION])
+            self._apply_roots(roots, answers[ROOTS_QUESTION])
             self._modern_roots_known = True
         if self._modern_roots_known:
             return None
         question = {"method": "roots/list"}
         return {"inputRequests": {ROOTS_QUESTION: question}, "resultType": "input_required"}
 
-    def _apply_roots(self, answer: Any) -> None:
-        roots = answer.get("roots") if isinstance(answer, dict) else None
-        if not isinstance(roots, list):
+    def _apply_roots(self, roots: ServedRoots, answer: Any) -> None:
+        listed = answer.get("roots") if isinstance(answer, dict) else None
+        if not isinstance(listed, list):
             print("tinyagent-fs mcp: the client's roots answer has no list", file=sys.stderr)
             return
-        self.roots.narrow_to([r.get("uri") for r in roots if isinstance(r, dict)])
-
-
-async def serve_stdio(server: McpServer) -> None:
-    """Serve over stdin/stdout until the client closes stdin or SIGTERM arrives.
-
-    On end of input, calls still running finish and are answered; on a signal,
-    reads and commands are stopped and only changes under way finish.
-    """
-    lines = StdioLines()
-    connection = JsonRpcConnection(lines.write, server.on_request, server.on_notification)
-    server.connection = connection
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
-    try:
-        await lines.start(connection.feed, connection.eof)
-        ended = [
-            asyncio.ensure_future(connection.closed.wait()),
-            asyncio.ensure_future(stop.wait()),
-        ]
-        await asyncio.wait(ended, return_when=asyncio.FIRST_COMPLETED)
-        for waiter in ended:
-            waiter.cancel()
-        await connection.shut_down(interrupt=stop.is_set())
-        await lines.flush()
-    finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(signum)
-        lines.close()
-
-
-def main(
-    roots: Sequence[str],
-    policy: str | None = None,
-    provider: str = "auto",
-    audit_dir: str | None = None,
-    *,
-    max_requests_per_minute: int = SandboxPolicy.max_requests_per_round,
-    max_bytes_per_minute: int = SandboxPolicy.max_bytes_per_round,
-) -> int:
-    """What ``tinyagent-fs mcp`` runs: build the toolkits, then serve them until stdin closes.
-
-    Every root is served by one provider (one sandbox worker whose writable
-    roots are all of them); the per-minute budgets (0 = off) are shared.
-    """
-    if max_requests_per_minute < 0 or max_bytes_per_minute < 0:
-        print("tinyagent-fs mcp: per-minute limits must be 0 (off) or more", file=sys.stderr)
-        return USAGE_ERROR
-    folders = [Path(root) for root in roots] or [Path(".")]
-    missing = [str(folder) for folder in folders if not folder.is_dir()]
-    if missing:
-        print(f"tinyagent-fs mcp: not an existing directory: {', '.join(missing)}", file=sys.stderr)
-        return USAGE_ERROR
-    limits = SandboxPolicy(
-        max_requests_per_round=max_requests_per_minute,
-        max_bytes_per_round=max_bytes_per_minute,
-        extra_writable_dirs=tuple(folder.resolve() for folder in folders[1:]),
-    )
-    try:
-        shared = make_provider(provider, folders[0], limits)
-    except Exception as exc:  # no such provider, or no sandbox where one is required
-        print(f"tinyagent-fs mcp: {exc}", file=sys.stderr)
-        return USAGE_ERROR
-    if shared.kernel_enforced:  # one sandbox worker: it serves one primitive at a time anyway
-        shared = OneCallAtATime(shared)
-    try:
-        server = _server(folders, limits, shared, policy, audit_dir)
-    except Exception as exc:  # a bad root or policy: say so and stop
-        print(f"tinyagent-fs mcp: {exc}", file=sys.stderr)
-        asyncio.run(shared.close())
-        return USAGE_ERROR
-    # Everything made so far lives until exit: freezing it keeps the collector
-    # from walking it on every pass and at interpreter shutdown.
-    gc.freeze()
-    asyncio.run(_serve_then_close(server, shared))
-    return 0
-
-
-def _server(
-    folders: Sequence[Path],
-    limits: SandboxPolicy,
-    provider: Provider,
-    policy: str | None,
-    audit_dir: str | None,
-) -> McpServer:
-    hook = policy_from_name(policy, approver=ElicitationApprover())
-    audit = AuditLog(audit_dir)
-    limiter = ResourceLimiter(limits.max_requests_per_round, limits.max_bytes_per_round)
-
-    def toolkit(folder: Path) -> FileTools:
-        return FileTools(folder, limits, provider, [hook], audit, limiter=limiter)
-
-    return McpServer(ServedRoots(folders, toolkit), limiter, audit)
-
-
-async def _serve_then_close(server: McpServer, provider: Provider) -> None:
-    try:
-        await serve_stdio(server)
-    finally:
-        with contextlib.suppress(Exception):
-            await provider.close()
+        roots.narrow_to([r.get("uri") for r in listed if isinstance(r, dict)])
