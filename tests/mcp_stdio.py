@@ -60,12 +60,16 @@ class RawServer:
         self.process.stdin.flush()
 
     def receive(self) -> dict[str, Any]:
+        return json.loads(self.receive_line())
+
+    def receive_line(self) -> bytes:
+        """The next line the server wrote, as written."""
         try:
             line = self.lines.get(timeout=WAIT_S)
         except queue.Empty:
             raise AssertionError("the server did not answer") from None
         assert line, "the server closed its output"
-        return json.loads(line)
+        return line
 
     def request(self, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         """Send a request and return the next message, which must be its answer."""

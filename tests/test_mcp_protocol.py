@@ -171,6 +171,31 @@ def test_a_message_may_come_in_pieces_and_several_in_one_write(
     assert answers["b"]["result"] == {}
 
 
+def test_a_file_name_that_is_not_utf8_reaches_the_client_as_an_escape(
+    project: Path, isolated_audit_dir: Path
+) -> None:
+    """A lone surrogate (an undecodable byte kept by surrogateescape) cannot be sent
+    as UTF-8; the answer escapes it rather than failing. (Local provider: the sandbox
+    worker cannot list such a name yet.)"""
+    Path(os.fsdecode(bytes(project) + b"/caf\xe9.txt")).write_text("x")
+    with RawServer(
+        [project], isolated_audit_dir, "--policy", "auto-approve", "--provider", "local"
+    ) as server:
+        server.initialize()
+        server.send(
+            {
+                "jsonrpc": "2.0",
+                "id": 5,
+                "method": "tools/call",
+                "params": {"name": "list_directory", "arguments": {}},
+            }
+        )
+        line = server.receive_line()
+
+    assert b"caf\\udce9.txt" in line
+    assert json.loads(line)["result"]["isError"] is False
+
+
 def test_calls_are_served_while_another_waits_for_a_persons_answer(
     project: Path, isolated_audit_dir: Path
 ) -> None:

@@ -75,13 +75,16 @@ RequestHandler = Callable[[Request], "dict[str, Any] | Work"]
 NotificationHandler = Callable[[str, "dict[str, Any] | None"], None]
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_COMPACT_ASCII = json.JSONEncoder(separators=(",", ":"))
+
+
 def encode(message: dict[str, Any]) -> bytes:
     """One line of JSON; text that holds lone surrogates is sent \\u-escaped."""
-    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"))
     try:
-        return text.encode() + b"\n"
+        return _COMPACT.encode(message).encode() + b"\n"
     except UnicodeEncodeError:
-        return json.dumps(message, separators=(",", ":")).encode() + b"\n"
+        return _COMPACT_ASCII.encode(message).encode() + b"\n"
 
 
 class StdioLines:
