@@ -236,6 +236,22 @@ def test_a_cancelled_call_withdraws_its_question_is_never_answered_and_changes_n
     assert audited(isolated_audit_dir)[-1]["outcome"] == "denied"
 
 
+def test_a_cancelled_command_is_never_answered_and_the_next_calls_are(
+    project: Path, isolated_audit_dir: Path
+) -> None:
+    slow = {"name": "run_command", "arguments": {"command": "sleep 1"}}
+    with serve(project, isolated_audit_dir) as server:
+        server.initialize()
+        command = server.send_request("tools/call", slow)
+        cancel = {"requestId": command, "reason": "the person pressed stop"}
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        assert server.request("ping")["result"] == {}
+        read = server.request("tools/call", READ)  # after the command, which goes on in the sandbox
+        assert server.close() == 0
+
+    assert read["result"]["isError"] is False
+
+
 def test_end_of_input_still_answers_the_calls_in_flight(
     project: Path, isolated_audit_dir: Path
 ) -> None:
@@ -248,6 +264,33 @@ def test_end_of_input_still_answers_the_calls_in_flight(
         assert server.process.wait(timeout=60) == 0
 
     assert answer["id"] == read and answer["result"]["isError"] is False
+
+
+def test_a_script_may_pipe_requests_from_a_file_into_a_file(
+    project: Path, isolated_audit_dir: Path, tmp_path: Path
+) -> None:
+    """Regular files cannot be watched by the event loop: read on a thread, written in place."""
+    hello = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "sh"}}
+    requests = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": READ},
+    ]
+    script, answers = tmp_path / "requests.jsonl", tmp_path / "answers.jsonl"
+    script.write_text("".join(json.dumps(r) + "\n" for r in requests))
+    with script.open("rb") as stdin, answers.open("wb") as stdout:
+        done = subprocess.run(
+            [sys.executable, "-m", "tinyagent_fs", "mcp", "--root", str(project)],
+            stdin=stdin,
+            stdout=stdout,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            timeout=60,
+        )
+
+    assert done.returncode == 0
+    initialized, read = (json.loads(line) for line in answers.read_text().splitlines())
+    assert initialized["result"]["serverInfo"]["name"] == "tinyagent-fs"
+    assert read["id"] == 2 and "# Sample" in read["result"]["content"][0]["text"]
 
 
 def test_sigterm_ends_the_server_cleanly(project: Path, isolated_audit_dir: Path) -> None:

@@ -14,7 +14,7 @@ import gc
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -135,8 +135,7 @@ async def serve_stdio(server: McpServer, stop: asyncio.Event) -> None:
     connection = JsonRpcConnection(lines.write, server.on_request, server.on_notification)
     server.connection = connection
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+    signals = _on_signals(loop, stop.set)
     try:
         await lines.start(connection.feed, connection.eof)
         ended = [
@@ -149,6 +148,18 @@ async def serve_stdio(server: McpServer, stop: asyncio.Event) -> None:
         await connection.shut_down(interrupt=stop.is_set())
         await lines.flush()
     finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
+        for signum in signals:
             loop.remove_signal_handler(signum)
         lines.close()
+
+
+def _on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> list[int]:
+    """Stop on SIGTERM and SIGINT where the loop can take signals (not on Windows)."""
+    taken = []
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            loop.add_signal_handler(signum, stop)
+        except NotImplementedError:
+            break
+        taken.append(signum)
+    return taken

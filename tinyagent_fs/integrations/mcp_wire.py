@@ -17,13 +17,16 @@ under way finishes atomically instead). Outbound requests (``elicitation/create`
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import json
 import os
 import sys
+import time
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any
+
+if sys.platform != "win32":
+    import fcntl
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
@@ -36,6 +39,8 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """Longest line read: a 10 MB write_file is ~20 MB of escaped JSON; this only stops a runaway."""
+FLUSH_LIMIT_S = 5.0
+"""How long the last answers may wait at exit for a client that stopped reading."""
 
 RequestId = str | int
 
@@ -96,8 +101,8 @@ class StdioLines:
     """
 
     def __init__(self) -> None:
-        self.read_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-        self.write_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+        self.read_fd = _private_copy(0)
+        self.write_fd = _private_copy(1)
         sys.stdout.flush()
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
@@ -107,16 +112,21 @@ class StdioLines:
         self._transport: asyncio.WriteTransport | None = None
 
     async def start(self, on_data: Callable[[bytes], None], on_eof: Callable[[], None]) -> None:
+        """Pipes are watched by the event loop; what it cannot watch (a regular file,
+        or any stdin on Windows) is read on a thread and written in place."""
+        if sys.platform == "win32":
+            self._reading = asyncio.ensure_future(_read_on_thread(self.read_fd, on_data, on_eof))
+            return
         loop = asyncio.get_running_loop()
         reader = os.fdopen(self.read_fd, "rb", buffering=0, closefd=False)
         try:
             self._reading, _ = await loop.connect_read_pipe(lambda: _Feed(on_data, on_eof), reader)
-        except ValueError:  # a regular file: reads never wait, so a thread drains it
-            self._reading = asyncio.ensure_future(_drain_file(self.read_fd, on_data, on_eof))
+        except ValueError:
+            self._reading = asyncio.ensure_future(_read_on_thread(self.read_fd, on_data, on_eof))
         writer = os.fdopen(self.write_fd, "wb", buffering=0, closefd=False)
         try:
             self._transport, _ = await loop.connect_write_pipe(asyncio.Protocol, writer)
-        except ValueError:  # a regular file: written in place
+        except ValueError:
             self._transport = None
 
     def write(self, data: bytes) -> None:
@@ -128,8 +138,9 @@ class StdioLines:
     async def flush(self) -> None:
         """Wait until what was written has left, so the client sees it before we exit."""
         transport = self._transport
+        give_up = time.monotonic() + FLUSH_LIMIT_S
         while transport is not None and not transport.is_closing():
-            if transport.get_write_buffer_size() == 0:
+            if transport.get_write_buffer_size() == 0 or time.monotonic() > give_up:
                 return
             await asyncio.sleep(0.001)
 
@@ -165,7 +176,14 @@ class _Feed(asyncio.Protocol):
         self.on_eof()
 
 
-async def _drain_file(
+def _private_copy(fd: int) -> int:
+    """A duplicate of ``fd`` that children do not inherit, above the standard three."""
+    if sys.platform == "win32":
+        return os.dup(fd)  # not inheritable either
+    return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+
+
+async def _read_on_thread(
     fd: int, on_data: Callable[[bytes], None], on_eof: Callable[[], None]
 ) -> None:
     while chunk := await asyncio.to_thread(os.read, fd, 1 << 16):
