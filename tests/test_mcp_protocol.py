@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -236,13 +237,14 @@ def test_a_cancelled_call_withdraws_its_question_is_never_answered_and_changes_n
     assert audited(isolated_audit_dir)[-1]["outcome"] == "denied"
 
 
-def test_a_cancelled_command_is_never_answered_and_the_next_calls_are(
+def test_a_cancelled_command_is_never_answered_is_audited_and_the_next_calls_are(
     project: Path, isolated_audit_dir: Path
 ) -> None:
-    slow = {"name": "run_command", "arguments": {"command": "sleep 1"}}
+    slow = {"name": "run_command", "arguments": {"command": "touch started; sleep 1"}}
     with serve(project, isolated_audit_dir) as server:
         server.initialize()
         command = server.send_request("tools/call", slow)
+        wait_for(project / "started")
         cancel = {"requestId": command, "reason": "the person pressed stop"}
         server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
         assert server.request("ping")["result"] == {}
@@ -250,6 +252,20 @@ def test_a_cancelled_command_is_never_answered_and_the_next_calls_are(
         assert server.close() == 0
 
     assert read["result"]["isError"] is False
+    logged = [(e["tool"], e["outcome"], e["message"]) for e in audited(isolated_audit_dir)]
+    assert logged == [
+        ("run_command", "error", "cancelled by the client before it ended"),
+        ("read_file", "ok", logged[1][2]),
+    ]
+
+
+def wait_for(path: Path) -> None:
+    """Until ``path`` exists (a command has got that far); a guard against a hang, not a timer."""
+    for _ in range(6000):
+        if path.exists():
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"{path} never appeared")
 
 
 def test_end_of_input_still_answers_the_calls_in_flight(

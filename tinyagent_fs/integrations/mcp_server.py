@@ -240,11 +240,15 @@ class McpServer:
         try:
             toolkit = roots.toolkit_for(name, arguments)
         except ToolError as error:
-            self._record_refusal(roots, name, arguments, error)
+            message = f"Error [{error.code.value}]: {error.message}"
+            self._record(roots, name, arguments, message, error)
             return ToolResult.failure(error)
         token = CURRENT_REQUEST.set(client)
         try:
             return await toolkit.call(name, arguments)
+        except asyncio.CancelledError:  # the pipeline records only calls that end
+            self._record(roots, name, arguments, "cancelled by the client before it ended")
+            raise
         finally:
             CURRENT_REQUEST.reset(token)
 
@@ -259,10 +263,15 @@ class McpServer:
             )
         return ToolResult.success(roots.describe(), {"roots": list(roots.served)})
 
-    def _record_refusal(
-        self, roots: ServedRoots, name: str, arguments: dict[str, Any], error: ToolError
+    def _record(
+        self,
+        roots: ServedRoots,
+        name: str,
+        arguments: dict[str, Any],
+        message: str,
+        error: ToolError | None = None,
     ) -> None:
-        """A call refused before any toolkit saw it is audited like one a guard refused."""
+        """Audit a call no toolkit finished: refused before one saw it, or cancelled."""
         if self.audit is None:
             return
         self.audit.record(
@@ -272,9 +281,9 @@ class McpServer:
                 paths=path_arguments(arguments),
                 root=roots.served[0] if roots.served else "",
                 outcome="error",
-                error_code=error.code.value,
-                security_violation=error.security_violation,
-                message=f"Error [{error.code.value}]: {error.message}"[:200],
+                error_code=error.code.value if error else None,
+                security_violation=error.security_violation if error else False,
+                message=message[:200],
                 provider=roots.toolkits[0].provider.name,
             )
         )

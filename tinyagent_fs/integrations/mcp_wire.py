@@ -336,14 +336,18 @@ class JsonRpcConnection:
         self._on_notification(method, params)
 
     def _cancel(self, ident: Any) -> None:
-        """The client gave up on ``ident``: never answer it, drop its questions, maybe stop it."""
+        """The client gave up on ``ident``: never answer it, and end it soon.
+
+        A request waiting for the client's answer to a question ends when the
+        question is withdrawn (a tool call is then denied and audited as such);
+        any other is interrupted if its work allows.
+        """
         running = self._running.get(ident) if isinstance(ident, (str, int)) else None
         if running is None:
             return
         self._unanswered.add(ident)
-        self.withdraw(ident, "the request was cancelled")
         task, interruptible = running
-        if interruptible:
+        if not self.withdraw(ident, "the request was cancelled") and interruptible:
             task.cancel()
 
     # --- outbound ----------------------------------------------------------
@@ -373,12 +377,15 @@ class JsonRpcConnection:
             message["params"] = params
         self._send(message)
 
-    def withdraw(self, on_behalf_of: Any, reason: str) -> None:
-        """Fail the questions asked for one request, and tell the client they are off."""
+    def withdraw(self, on_behalf_of: Any, reason: str) -> int:
+        """Fail the questions asked for one request, tell the client they are off; how many."""
+        withdrawn = 0
         for ident, (future, owner) in list(self._asked.items()):
             if owner == on_behalf_of and not future.done():
                 future.set_exception(JsonRpcError(REQUEST_CANCELLED, reason))
                 self.notify("notifications/cancelled", {"requestId": ident, "reason": reason})
+                withdrawn += 1
+        return withdrawn
 
     def _answer_received(self, ident: Any, message: dict[str, Any]) -> None:
         asked = self._asked.get(ident) if isinstance(ident, (str, int)) else None
