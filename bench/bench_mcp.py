@@ -293,15 +293,16 @@ async def run(rounds: int) -> list[str]:
         for server in servers[::-1]:
             await server.stack.aclose()
         shutil.rmtree(base, ignore_errors=True)
-    return report(samples, [s.name for s in servers], rounds)
+    return report(samples, [s.name for s in servers])
 
 
-def report(samples: dict[tuple[str, str], list[float]], names: list[str], rounds: int) -> list[str]:
+def report(samples: dict[tuple[str, str], list[float]], names: list[str]) -> list[str]:
     ops = list(dict.fromkeys(op for op, _ in samples))
     lines = [
-        f"# bench/bench_mcp.py --rounds {rounds}   "
-        f"({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
-        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()})",
+        f"# command: .venv/bin/python {' '.join(sys.argv)}",
+        f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, reference server "
+        + ("installed" if len(names) > 1 else "not installed (see the docstring)"),
         "# medians over rounds; times in ms; ratio = tinyagent-fs / reference (lower is better;"
         " for req/s higher is better)",
         f"{'operation':<40}"

@@ -205,8 +205,11 @@ class JsonRpcConnection:
         write: Callable[[bytes], None],
         on_request: RequestHandler,
         on_notification: NotificationHandler,
+        *,
+        max_message_bytes: int = MAX_MESSAGE_BYTES,
     ) -> None:
         self._write = write
+        self._max_message_bytes = max_message_bytes
         self._on_request = on_request
         self._on_notification = on_notification
         self._buffer = bytearray()
@@ -235,10 +238,11 @@ class JsonRpcConnection:
             start = end + 1
         if start < len(data) and not self._skipping:
             self._buffer += data[start:]
-            if len(self._buffer) > MAX_MESSAGE_BYTES:
+            if len(self._buffer) > self._max_message_bytes:
                 self._buffer.clear()
                 self._skipping = True
-                self._send_error(None, INVALID_REQUEST, "message too large", MAX_MESSAGE_BYTES)
+                too_long = f"a message longer than {self._max_message_bytes} bytes"
+                self._send_error(None, INVALID_REQUEST, "Invalid request", too_long)
 
     def eof(self) -> None:
         if self._buffer.strip():
