@@ -29,7 +29,8 @@ from .mcp_approval import ElicitationApprover
 from .mcp_provider import OneCallAtATime
 from .mcp_roots import ServedRoots
 from .mcp_server import McpServer
-from .mcp_wire import JsonRpcConnection, StdioLines
+from .mcp_stdio import StdioLines
+from .mcp_wire import JsonRpcConnection
 
 USAGE_ERROR = 2
 
