@@ -1,7 +1,7 @@
 """The MCP server on the wire: JSON-RPC strictness, both protocol eras, concurrency, shutdown.
 
 Each test starts the real server process and speaks raw JSON-RPC lines to it
-(``mcp_stdio.RawServer``). Result shapes are checked against the MCP SDK's own
+(``mcp_raw_client.RawServer``). Result shapes are checked against the MCP SDK's own
 per-version schemas: ``serialize_server_result`` drops whatever a version does
 not define and fills what it requires, so a result it leaves unchanged is
 exactly what the SDK's server would have sent at that version.
@@ -23,7 +23,7 @@ from mcp_types.methods import serialize_server_result
 
 from tinyagent_fs import __version__
 
-from .mcp_stdio import REPO, RawServer, envelope
+from .mcp_raw_client import REPO, RawServer, envelope
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 READ = {"name": "read_file", "arguments": {"path": "README.md"}}
