@@ -3,11 +3,8 @@
 The server runs many tool calls at once; the primitives of a sandboxed provider
 reach it one after another anyway (its worker answers one request at a time).
 Queueing them here, on the event loop, keeps that order without a thread ever
-waiting: the Linux provider's own queue is a single thread that can deadlock
-when a call blocked on its lock sits in front of the read that holds it (a
-read whose answer took longer than its inline wait was handed to that thread
-after the blocked call). With one call at a time, every quick read takes the
-inline path and the thread only ever runs work that holds the lock.
+waiting for the provider's lock, so every quick read can take the provider's
+inline path instead of a hop to its thread and back.
 
 A cancelled tool call does not stop its primitive, which goes on in the
 sandbox: the next primitive waits for it to end, so the order still holds.

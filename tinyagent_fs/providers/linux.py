@@ -98,6 +98,10 @@ class LinuxSandboxProvider(Provider):
         )
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
+        self._finisher: ThreadPoolExecutor | None = None
+        """Finishes quick calls handed over with the lock held; never waits for the lock,
+        so a call queued on ``_executor`` and blocked on the lock cannot sit in front of
+        the finish that would release it."""
         self._slot = WorkerSlot()
         self._finalizer = weakref.finalize(self, self._slot.release)
         self.report: dict[str, Any] = {}
@@ -137,7 +141,7 @@ class LinuxSandboxProvider(Provider):
                     return self._finish(op, limit, arrived=True)
                 handed_over = True
                 finish = self._finish_and_unlock
-                return await loop.run_in_executor(self._thread(), finish, op, deadline)
+                return await loop.run_in_executor(self._finishing_thread(), finish, op, deadline)
             finally:
                 if not handed_over:
                     self._lock.release()
@@ -233,6 +237,9 @@ class LinuxSandboxProvider(Provider):
     async def close(self) -> None:
         """Stop the worker and drop the private TMPDIR; a later call starts afresh."""
         executor, self._executor = self._executor, None
+        finisher, self._finisher = self._finisher, None
+        if finisher is not None:
+            finisher.shutdown(wait=False)
         if executor is not None:
             await asyncio.get_running_loop().run_in_executor(executor, self.close_sync)
             executor.shutdown(wait=False)
@@ -243,6 +250,11 @@ class LinuxSandboxProvider(Provider):
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-sandbox")
         return self._executor
+
+    def _finishing_thread(self) -> ThreadPoolExecutor:
+        if self._finisher is None:
+            self._finisher = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-finish")
+        return self._finisher
 
     def close_sync(self) -> None:
         with self._lock:
