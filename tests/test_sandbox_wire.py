@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import struct
 import threading
@@ -131,3 +132,14 @@ def test_closed_peer_and_silent_peer_are_wire_errors(
     left.close()
     with pytest.raises(wire.WireError, match="closed"):
         wire.recv_message(right, time.monotonic() + 5)
+
+
+def test_a_name_that_is_not_utf8_crosses_unchanged(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = pair
+    name = os.fsdecode(b"caf\xe9.txt")
+    wire.send_message(left, {"ok": {"entries": [{"name": name}], name: b"\xe9"}})
+    received = wire.recv_message(right, time.monotonic() + 5)
+    assert received == {"ok": {"entries": [{"name": name}], name: b"\xe9"}}
+    assert os.fsencode(received["ok"]["entries"][0]["name"]) == b"caf\xe9.txt"

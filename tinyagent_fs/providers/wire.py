@@ -44,7 +44,11 @@ def encode(message: Any) -> list[bytes]:
     """The frame for ``message`` as buffers to hand to ``sendmsg`` without joining."""
     blobs: list[bytes] = []
     payload = _lift(message, blobs) if _holds_bytes(message) else message
-    header = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode()
+    # A lone surrogate is a file name byte that is not UTF-8 (Python's surrogateescape):
+    # it crosses as is, so the peer gets the very name back.
+    header = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"
+    )
     blob_len = sum(len(blob) for blob in blobs)
     if len(header) > MAX_HEADER_BYTES or blob_len > MAX_BLOB_BYTES:
         raise TypeError("message too large for one frame")
@@ -130,7 +134,7 @@ def decode(header: bytes, blob_area: bytes) -> Any:
         return bytes(memoryview(blob_area)[start : start + length])
 
     try:
-        text = header.decode()
+        text = header.decode("utf-8", "surrogatepass")
         # A blob reference is a key holding a NUL, which JSON can only spell as an
         # escape: without one in the header, no object needs looking at.
         if _NUL_ESCAPE not in text:
