@@ -67,7 +67,8 @@ def test_deeper_listing_is_a_preorder_tree(tree: Path) -> None:
 
 
 def test_entries_describe_type_size_and_ignored(tree: Path) -> None:
-    entries = {e["path"]: e for e in listing(tree, depth=2, include_hidden=True)["entries"]}
+    listed = listing(tree, depth=2, include_hidden=True, sizes=True)
+    entries = {e["path"]: e for e in listed["entries"]}
     assert entries["README.md"] == {
         "path": "README.md",
         "name": "README.md",
@@ -154,3 +155,8 @@ def test_a_directory_that_is_a_link_by_now_is_refused_not_followed(tree: Path) -
         listing(tree, "linked_src")
     assert caught.value.code is ErrorCode.SYMLINK_ESCAPE
     assert caught.value.security_violation
+
+
+def test_sizes_only_when_asked(tree: Path) -> None:
+    entries = listing(tree, depth=2, include_hidden=True)["entries"]
+    assert entries and not any("size" in entry for entry in entries)

@@ -140,3 +140,14 @@ async def test_a_file_name_that_is_not_utf8_is_listed_found_and_read(
     read = await fs.call("read_file", {"path": f"legacy/{name}"})
     assert read.ok, read.text
     assert "menu" in read.text
+
+
+async def test_list_directory_shows_file_sizes_when_asked(fs: FileTools, project: Path) -> None:
+    plain = await fs.list_directory(".")
+    assert "README.md\n" in plain.text + "\n" and "bytes" not in plain.text
+    sized = await fs.list_directory(".", sizes=True)
+    size = len((project / "README.md").read_bytes())
+    assert f"README.md  ({size:,} bytes)" in sized.text
+    assert {"README.md": size}.items() <= {
+        entry["name"]: entry["size"] for entry in sized.data["entries"]
+    }.items()

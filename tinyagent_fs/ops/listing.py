@@ -27,6 +27,7 @@ def list_tree(
     include_hidden: bool,
     limit: int,
     denied_patterns: list[str],
+    sizes: bool = False,
 ) -> dict[str, Any]:
     """Entries below ``path`` down to ``depth`` levels, in tree order.
 
@@ -39,9 +40,10 @@ def list_tree(
     ``node_modules`` or ``.venv`` would otherwise spend the whole limit. ``total``
     keeps counting past the limit so the model knows how much it did not see, but
     that count stops at ``COUNT_FACTOR * limit`` entries and then is a lower bound.
-    Kinds come from the directory entries themselves (``d_type``); only regular
-    files are stat'ed, for their size, by name beneath their directory's
-    descriptor; subdirectories are opened beneath it without following links.
+    Kinds come from the directory entries themselves (``d_type``), so a listing
+    needs no stat at all; with ``sizes`` regular files are stat'ed for their size,
+    by name beneath their directory's descriptor (most of a big listing's cost).
+    Subdirectories are opened beneath it without following links.
     """
     if depth < 1:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "depth must be at least 1", "use depth=1")
@@ -64,7 +66,8 @@ def list_tree(
             ErrorCode.NOT_A_DIRECTORY, f"{start} is not a directory", "use read_file for files"
         ) from None
     try:
-        listing = _Listing(load_ignore_rules(root, denied_patterns), include_hidden, limit)
+        rules = load_ignore_rules(root, denied_patterns)
+        listing = _Listing(rules, include_hidden, limit, sizes)
         listing.visit(fd, "" if start == "." else start, depth, 1)
     finally:
         os.close(fd)
@@ -80,8 +83,9 @@ def list_tree(
 class _Listing:
     """Accumulates entries until the limit, then only counts, then stops."""
 
-    def __init__(self, rules: IgnoreRules, include_hidden: bool, limit: int) -> None:
+    def __init__(self, rules: IgnoreRules, include_hidden: bool, limit: int, sizes: bool) -> None:
         self.rules = rules
+        self.sizes = sizes
         self.include_hidden = include_hidden
         self.limit = limit
         self.cap = COUNT_FACTOR * limit
@@ -100,7 +104,7 @@ class _Listing:
             if skip_hidden and name[0] == ".":
                 continue
             rel = prefix + name
-            kind, size = _describe(child)
+            kind = _kind(child)
             is_dir = kind == "directory"
             if is_denied(rel, is_dir) or (kind == "symlink" and is_denied(rel, True)):
                 continue
@@ -110,16 +114,16 @@ class _Listing:
                 return
             self.total += 1
             if len(entries) < limit:
-                entries.append(
-                    {
-                        "path": rel,
-                        "name": name,
-                        "type": kind,
-                        "size": size,
-                        "depth": level,
-                        "ignored": ignored,
-                    }
-                )
+                entry = {
+                    "path": rel,
+                    "name": name,
+                    "type": kind,
+                    "depth": level,
+                    "ignored": ignored,
+                }
+                if self.sizes:
+                    entry["size"] = _size(child) if kind == "file" else None
+                entries.append(entry)
             if is_dir and depth_left > 1 and not ignored:
                 subdirectory = open_subdirectory(fd, name)
                 if subdirectory is None:
@@ -132,14 +136,21 @@ class _Listing:
                     return
 
 
-def _describe(entry: os.DirEntry[str]) -> tuple[str, int | None]:
+def _kind(entry: os.DirEntry[str]) -> str:
     try:
         if entry.is_symlink():
-            return "symlink", None
+            return "symlink"
         if entry.is_dir(follow_symlinks=False):
-            return "directory", None
+            return "directory"
         if entry.is_file(follow_symlinks=False):
-            return "file", entry.stat(follow_symlinks=False).st_size
+            return "file"
     except OSError:
         pass
-    return "other", None
+    return "other"
+
+
+def _size(entry: os.DirEntry[str]) -> int | None:
+    try:
+        return entry.stat(follow_symlinks=False).st_size
+    except OSError:
+        return None  # gone since it was listed

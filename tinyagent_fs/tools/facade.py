@@ -154,11 +154,22 @@ class FileTools:
         return await self.call("apply_patch", {"patch": patch})
 
     async def list_directory(
-        self, path: str = ".", depth: int = 1, include_hidden: bool = False, limit: int = 200
+        self,
+        path: str = ".",
+        depth: int = 1,
+        include_hidden: bool = False,
+        limit: int = 200,
+        sizes: bool = False,
     ) -> ToolResult:
         return await self.call(
             "list_directory",
-            {"path": path, "depth": depth, "include_hidden": include_hidden, "limit": limit},
+            {
+                "path": path,
+                "depth": depth,
+                "include_hidden": include_hidden,
+                "limit": limit,
+                "sizes": sizes,
+            },
         )
 
     async def glob(self, pattern: str, path: str = ".") -> ToolResult:

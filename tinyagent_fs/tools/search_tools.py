@@ -24,11 +24,13 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         depth=args["depth"],
         include_hidden=args["include_hidden"],
         limit=args["limit"],
+        sizes=args["sizes"],
         **_search_args(ctx),
     )
     entries = listing["entries"]
     lines = [
         f"{'  ' * (entry['depth'] - 1)}{entry['name']}{_TYPE_SUFFIX.get(entry['type'], '')}"
+        + _size_note(entry)
         for entry in entries
     ]
     if listing["omitted"]:
@@ -50,6 +52,11 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 
 
 _TYPE_SUFFIX = {"directory": "/", "symlink": "@"}
+
+
+def _size_note(entry: dict[str, Any]) -> str:
+    size = entry.get("size")
+    return "" if size is None else f"  ({size:,} bytes)"
 
 
 async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -123,7 +130,8 @@ SEARCH_TOOLS = (
             "List a directory as a tree, sorted by name, directories marked with '/'. "
             "depth=1 shows direct children only. Hidden entries (starting with '.') are "
             "left out unless include_hidden is true; secrets are never shown. At most "
-            "`limit` entries; a marker says how many were left out."
+            "`limit` entries; a marker says how many were left out. sizes=true adds "
+            "each file's size in bytes."
         ),
         parameters=schema(
             {
@@ -131,6 +139,7 @@ SEARCH_TOOLS = (
                 "depth": integer("How many levels to show.", 1, minimum=1, maximum=20),
                 "include_hidden": boolean("Show dot-files and dot-directories.", False),
                 "limit": integer("Maximum entries to show.", 200, minimum=1, maximum=5000),
+                "sizes": boolean("Show each file's size in bytes.", False),
             }
         ),
         risk=Risk.READ,
