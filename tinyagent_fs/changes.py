@@ -10,13 +10,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from .diff import unified_hunks
-from .text import split_lines
+from .diff import text_hunks, unified_hunks
 
 MISSING = "missing"
 """The planned-against hash of a path that must not exist at commit time."""
@@ -35,10 +35,30 @@ class ChangeKind(str, Enum):
 
 
 def content_hash(data: bytes | None) -> str:
-    """Hash used for stale-write checks; ``MISSING`` stands for "no file"."""
+    """Hash used for stale-write checks; ``MISSING`` stands for "no file".
+
+    One call asks for the digest of the same bytes several times (the read-state
+    check, the commit's conflict check, the journal, the read state again after
+    the commit), and SHA-256 of 5 MB takes 3 ms. So the last few digests of large
+    contents are remembered by object identity: bytes are immutable, and the memo
+    holds a reference, so an identity it knows cannot be reused for other bytes.
+    """
+    global _recent_digests
     if data is None:
         return MISSING
-    return hashlib.sha256(data).hexdigest()
+    recent = _recent_digests
+    for known, digest in recent:
+        if known is data:
+            return digest
+    digest = hashlib.sha256(data).hexdigest()
+    if type(data) is bytes and len(data) >= MEMO_FROM_BYTES:
+        _recent_digests = ((data, digest), *recent[: MEMO_ENTRIES - 1])
+    return digest
+
+
+MEMO_FROM_BYTES = 64 * 1024
+MEMO_ENTRIES = 4
+_recent_digests: tuple[tuple[bytes, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -80,7 +100,7 @@ class FileChange:
         new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
             return None
-        return hunk_lines(split_lines(old_text), split_lines(new_text))
+        return _marked(text_hunks(old_text, new_text, DIFF_CONTEXT))
 
     @functools.cached_property
     def _counts(self) -> tuple[int, int]:
@@ -123,7 +143,11 @@ class FileChange:
 
 def hunk_lines(old: list[str], new: list[str], context: int = DIFF_CONTEXT) -> list[str]:
     """Unified-diff hunks of two line lists, with git's marker for a missing final newline."""
-    return [_ensure_newline(line) for line in unified_hunks(old, new, context)]
+    return _marked(unified_hunks(old, new, context))
+
+
+def _marked(hunks: Iterable[str]) -> list[str]:
+    return [_ensure_newline(line) for line in hunks]
 
 
 def display_text(data: bytes | None, decoded: str | None) -> str | None:

@@ -38,12 +38,15 @@ _PLAIN = MatchOutcome([], "exact", [])
 @dataclass(frozen=True)
 class EditResult:
     """The new text and what happened; ``changed_lines`` are 1-based, inclusive ranges
-    in the new text, for showing the model what it now looks like."""
+    in the new text, for showing the model what it now looks like, and
+    ``changed_positions`` a position in the text on the first and on the last line
+    of each range, so that those lines are found without splitting the whole text."""
 
     text: str
     tolerance: str
     replacements: int
     changed_lines: list[tuple[int, int]]
+    changed_positions: list[tuple[int, int]]
     tolerances: tuple[str, ...] = ()
 
 
@@ -65,7 +68,7 @@ def apply_edit(
         result.text,
         result.tolerance,
         result.replacements,
-        _line_ranges(result.text, spans),
+        *_line_ranges(result.text, spans),
         (result.tolerance,),
     )
 
@@ -102,7 +105,7 @@ def apply_edits(
         tolerances.append(result.tolerance)
         total += result.replacements
     strongest = max(tolerances, key=STAGES.index)
-    return EditResult(text, strongest, total, _line_ranges(text, spans), tuple(tolerances))
+    return EditResult(text, strongest, total, *_line_ranges(text, spans), tuple(tolerances))
 
 
 @dataclass(frozen=True)
@@ -318,9 +321,12 @@ def _merge(spans: list[Span]) -> list[Span]:
     return merged
 
 
-def _line_ranges(text: str, spans: list[Span]) -> list[tuple[int, int]]:
-    """1-based inclusive line ranges covered by spans; a span ending in a line break
-    does not reach into the next line, an empty span marks its own line."""
+def _line_ranges(
+    text: str, spans: list[Span]
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """1-based inclusive line ranges covered by spans, and a position on the first and
+    the last line of each; a span ending in a line break does not reach into the next
+    line, an empty span marks its own line."""
     positions: list[int] = []
     for start, end in spans:
         positions.append(start)
@@ -329,10 +335,14 @@ def _line_ranges(text: str, spans: list[Span]) -> list[tuple[int, int]]:
     numbers = line_numbers(text, [positions[i] for i in order])
     by_index = dict(zip(order, numbers, strict=True))
     ranges: list[tuple[int, int]] = []
+    where: list[tuple[int, int]] = []
     for index in range(0, len(positions), 2):
         first, last = by_index[index], by_index[index + 1]
         if ranges and first <= ranges[-1][1] + 1:
-            ranges[-1] = (ranges[-1][0], max(ranges[-1][1], last))
+            if last > ranges[-1][1]:
+                ranges[-1] = (ranges[-1][0], last)
+                where[-1] = (where[-1][0], positions[index + 1])
         else:
             ranges.append((first, last))
-    return ranges
+            where.append((positions[index], positions[index + 1]))
+    return ranges, where

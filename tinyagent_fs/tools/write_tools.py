@@ -13,7 +13,7 @@ from ..changes import ChangeKind, ChangeSet, FileChange
 from ..edit import EditResult, apply_edit, apply_edits
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
-from ..text import UTF8_LF, DecodedText, decode_text, encode_text, split_lines
+from ..text import UTF8_LF, DecodedText, decode_text, encode_text, line_count
 from .context import ToolContext
 from .format import short_diff, snippet
 from .plan import Plan
@@ -83,7 +83,7 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
         done = final.changes[-1]
         size = len(done.new_bytes or b"")
-        lines = len(split_lines(done.new_text or ""))
+        lines = line_count(done.new_text or "")
         verb = "Created" if done.kind is ChangeKind.CREATE else "Overwrote"
         added, removed = done.line_counts()
         return ToolResult.success(
@@ -164,8 +164,15 @@ def _edit_plan(
     def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
         done = final.changes[0]
         new_text = done.new_text or ""
-        ranges = result.changed_lines if new_text == result.text else [(1, 1)]
-        after_edit = "\n...\n".join(snippet(new_text, start, end) for start, end in ranges[:5])
+        windows = [(0, 0, 1)]  # a person rewrote the content: show its start
+        if new_text == result.text:
+            windows = [
+                (first, last, line)
+                for (line, _), (first, last) in zip(
+                    result.changed_lines, result.changed_positions, strict=True
+                )
+            ]
+        after_edit = "\n...\n".join(snippet(new_text, *window) for window in windows[:5])
         added, removed = done.line_counts()
         head = f"Edited {shown}: {result.replacements} replacement(s), +{added} -{removed} lines"
         if result.tolerance != "exact":
