@@ -1,11 +1,13 @@
 """Commit a ChangeSet: every file or none, each write atomic and durable.
 
 The sequence is: check every planned hash (a mismatch is a CONFLICT and nothing
-is touched); stage new contents in temp siblings (written, fsynced); move old
-files aside as hard-linked backups; rename the staged files into place; fsync the
-directories; drop the backups. A failure at any step restores the backups. Temp
-and backup names carry the change id, so a commit killed half-way can be found
-and rolled back by :func:`recover_commit`.
+is touched); stage new contents in temp siblings and make them durable (one
+fsync each, or one syncfs for a large batch: see ``durable``); move old files
+aside as hard-linked backups; rename the staged files into place; make the
+directories durable (once each); drop the backups. A failure at any step
+restores the backups. Temp and backup names carry the change id, so a commit
+killed half-way can be found and rolled back (or, once every file is in its new
+state, completed) by :func:`recover_commit`.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import stat as stat_module
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..durable import FileFlush, sync_directories
 from ..errors import ErrorCode, ToolError
 
 MISSING = "missing"
@@ -42,8 +45,10 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     created_dirs: list[str] = []
     applied: list[_Step] = []
     try:
+        flush = FileFlush()
         for step in steps:
-            _stage(step, change_id, created_dirs)
+            _stage(step, change_id, created_dirs, flush)
+        flush.flush()  # new contents durable before any rename
         for step in steps:
             _apply(step, change_id)
             applied.append(step)
@@ -54,7 +59,8 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     # Neither step can undo the change any more, so a failure in them is not a
     # failed commit; a backup that cannot be removed is retried once and then
     # reported, never left for recovery to "restore" over the committed file.
-    _sync_parents(steps)
+    with contextlib.suppress(OSError):
+        sync_directories(_touched_directories(steps, created_dirs))
     leftovers = [backup for step in steps for _, backup in step.backups if not _dropped(backup)]
     report: dict[str, Any] = {
         "bytes_written": sum(len(step.new_bytes or b"") for step in steps),
@@ -65,11 +71,13 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     return report
 
 
-def recover_commit(change_id: str, directories: list[str]) -> list[str]:
+def recover_commit(change_id: str, directories: list[str], keep_new: bool = False) -> list[str]:
     """Restore backups and drop temp files a killed commit left in ``directories``.
 
     Returns the paths restored. Backups are hard links of the old files, so
-    restoring is a rename: every file ends up exactly old or exactly new.
+    restoring is a rename: every file ends up exactly old or exactly new. With
+    ``keep_new`` (every file already holds its new state: the commit was killed
+    while cleaning up) the backups are dropped instead.
     """
     restored: list[str] = []
     marker = f"{TEMP_MARK}{change_id}"
@@ -82,7 +90,7 @@ def recover_commit(change_id: str, directories: list[str]) -> list[str]:
             if marker not in name:
                 continue
             full = os.path.join(directory, name)
-            if name.endswith(".bak"):
+            if name.endswith(".bak") and not keep_new:
                 original = os.path.join(directory, name[1 : name.index(marker)])
                 os.replace(full, original)
                 if os.path.lexists(full):  # both names were one inode: rename did nothing
@@ -130,11 +138,16 @@ def _current_hash(path: str) -> str:
     return digest.hexdigest()
 
 
-def _stage(step: _Step, change_id: str, created_dirs: list[str]) -> None:
-    if step.kind in ("mkdir", "rmdir"):
-        return
-    target = step.dest if step.kind == "move" else step.path
-    if step.new_bytes is None or target is None:
+def _target(step: _Step) -> str | None:
+    """The path that gets new content (None: the step writes no file)."""
+    if step.kind in ("mkdir", "rmdir") or step.new_bytes is None:
+        return None
+    return step.dest if step.kind == "move" else step.path
+
+
+def _stage(step: _Step, change_id: str, created_dirs: list[str], flush: FileFlush) -> None:
+    target = _target(step)
+    if target is None or step.new_bytes is None:
         return
     parent = os.path.dirname(target)
     _make_parents(parent, created_dirs)
@@ -147,7 +160,7 @@ def _stage(step: _Step, change_id: str, created_dirs: list[str]) -> None:
         while view:
             view = view[os.write(fd, view) :]
         os.fchmod(fd, mode)
-        os.fsync(fd)
+        flush.written(fd, staged)
     finally:
         os.close(fd)
 
@@ -251,13 +264,7 @@ def _remove(path: str) -> None:
             os.unlink(path)
 
 
-def _sync_parents(steps: list[_Step]) -> None:
-    parents = {os.path.dirname(s.path) for s in steps}
-    parents |= {os.path.dirname(s.dest) for s in steps if s.dest}
-    for parent in parents:
-        with contextlib.suppress(OSError):
-            fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+def _touched_directories(steps: list[_Step], created_dirs: list[str]) -> list[str]:
+    """Every directory whose entries the commit changed."""
+    paths = [step.path for step in steps] + [step.dest for step in steps if step.dest]
+    return [os.path.dirname(path) for path in [*paths, *created_dirs]]

@@ -56,7 +56,9 @@ class Pipeline:
         try:
             if self.recovered is None and self.ctx.journal is not None:
                 self.recovered = []  # tried once: a failure is reported, not repeated
-                self.recovered = await recover_interrupted(self.ctx, self.ctx.journal)
+                self.recovered = await recover_interrupted(
+                    self.ctx, self.ctx.journal, complete_landed=True
+                )
             result = await self._run(record, name, args)
         except ToolError as error:
             result = ToolResult.failure(error)
