@@ -8,6 +8,8 @@ from pathlib import Path
 from tinyagent_fs import FileTools
 from tinyagent_fs.hooks import Decision
 
+from .conftest import make_provider
+
 
 async def test_write_file_creates_with_parents_and_reports_it(fs: FileTools, project: Path) -> None:
     result = await fs.write_file("new/dir/a.txt", "hello\n")
@@ -148,6 +150,26 @@ async def test_file_changed_during_review_is_a_conflict(project: Path, audit) ->
     result = await fs.edit_file("README.md", "# Sample", "# Mine")
     assert result.error.code == "CONFLICT"
     assert target.read_text() == "# edited while the person was deciding\n"
+
+
+async def test_same_size_change_during_review_is_a_conflict_with_either_provider(
+    project: Path, audit, provider_name: str
+) -> None:
+    """The commit compares the file with the planned bytes (in process) or their hash
+    (sandbox worker): a change of the same size is caught either way."""
+    target = project / "README.md"
+
+    class SlowReviewer:
+        def before_tool_execution(self, call):
+            target.write_text("# Sampl3\n")
+            return Decision.proceed("person")
+
+    provider = make_provider(provider_name, project)
+    fs = FileTools(project, provider=provider, hooks=[SlowReviewer()], audit=audit)
+    result = await fs.edit_file("README.md", "# Sample", "# Mine")
+    assert result.error.code == "CONFLICT"
+    assert target.read_text() == "# Sampl3\n"
+    await fs.close()
 
 
 async def test_edit_file_regex_with_template(fs: FileTools, project: Path) -> None:

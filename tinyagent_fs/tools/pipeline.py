@@ -158,7 +158,9 @@ class Pipeline:
             journal.begin(changeset)
         try:
             report: dict[str, Any] = await self.ctx.provider.call(
-                "commit_changes", change_id=changeset.change_id, changes=commit_payload(changeset)
+                "commit_changes",
+                change_id=changeset.change_id,
+                changes=commit_payload(changeset, self.ctx.provider.in_process),
             )
         except ToolError as error:
             # The commit rolls itself back on any error it can see; only a worker

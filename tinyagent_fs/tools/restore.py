@@ -165,9 +165,13 @@ async def _landed_whole(ctx: ToolContext, entry: JournalEntry) -> bool:
     return True
 
 
-def commit_payload(changeset: ChangeSet) -> list[dict[str, object]]:
-    return [
-        {
+def commit_payload(changeset: ChangeSet, with_old_bytes: bool = False) -> list[dict[str, object]]:
+    """The commit primitive's arguments. ``with_old_bytes`` (for an in-process
+    provider, where they are passed by reference) lets it compare the files with
+    the planned bytes instead of hashing them again."""
+    payload: list[dict[str, object]] = []
+    for c in changeset.changes:
+        change: dict[str, object] = {
             "kind": c.kind.value,
             "path": str(c.path),
             "dest": str(c.dest) if c.dest is not None else None,
@@ -176,8 +180,11 @@ def commit_payload(changeset: ChangeSet) -> list[dict[str, object]]:
             "new_bytes": c.new_bytes,
             "mode": c.mode,
         }
-        for c in changeset.changes
-    ]
+        if with_old_bytes:
+            change["expected_bytes"] = c.old_bytes
+            change["dest_expected_bytes"] = c.dest_old_bytes
+        payload.append(change)
+    return payload
 
 
 def unchanged_since(current: bytes | None, expected_hash: str, shown: str) -> None:
