@@ -20,14 +20,11 @@ write and an fsync. Creating a file (an inode) is the one costly step left, so a
 change creates only its manifest, and finishing rewrites that in place.
 
 It is still not trusted blindly, because undo writes whatever an entry says:
-a ``change_id`` must have exactly the form the toolkit generates (so it cannot
-name a file elsewhere, e.g. a manifest an agent wrote into the project), and
-every manifest carries an HMAC, under a per-journal key kept 0600 beside the
-entries, over its content and the SHA-256 of each stored old-bytes file. An
-entry that does not verify is refused, never planned from. A linked old file
-could still be written afterwards (through a descriptor someone kept open, say):
-its digest then no longer matches and undo refuses with
-:class:`StoredContentChanged` rather than restore other bytes.
+see ``journal_trust`` (change id form, HMAC-signed manifests, stored bytes
+checked against their signed digest). A linked old file could still be written
+afterwards (through a descriptor someone kept open, say): its digest then no
+longer matches and undo refuses with ``StoredContentChanged`` rather than
+restore other bytes.
 
 Durability: a change of one step (one file created, modified or deleted) is
 atomic by itself, so its entry is not flushed before the commit: a power loss
@@ -42,12 +39,9 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
-import json
 import os
 import re
 import secrets
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,14 +51,13 @@ from .changes import ChangeKind, ChangeSet, content_hash
 from .durable import FileFlush, sync_directories
 from .errors import ErrorCode, ToolError
 from .journal_store import keep_old_content, write_all, write_new_file
+from .journal_trust import ForgedEntry, ManifestSigner, check_change_id, read_stored
 
 JOURNAL_ENV = "TINYAGENT_FS_JOURNAL_DIR"
 KEEP_ENTRIES = 200
 PRUNE_SLACK = KEEP_ENTRIES // 10
 """Entries allowed above ``KEEP_ENTRIES`` before a prune, so that pruning runs once
 in a while for a batch of entries rather than for one at every change."""
-CHANGE_ID_FORMAT = re.compile(r"[0-9a-f]{12}")
-"""What ``ChangeSet`` generates (``uuid4().hex[:12]``), and the only names accepted."""
 ENTRY_NAME = re.compile(
     r"(?P<stem>(?P<created>[0-9]{20})-(?P<change_id>[0-9a-f]{12}))(?P<pending>\.pending)?\.json"
 )
@@ -72,52 +65,6 @@ ENTRY_NAME = re.compile(
 id, and ``.pending`` while its commit has not finished. The entry's other files
 are named ``<stem>.<n>.old`` and ``<stem>.<n>.dest``."""
 PENDING = ".pending"
-KEY_FILE_NAME = ".key"
-_KEY_BYTES = 32
-
-
-class ForgedEntry(ToolError):
-    """A journal entry whose HMAC or stored bytes do not verify."""
-
-    def __init__(
-        self,
-        change_id: str,
-        message: str = "",
-        hint: str = "Only changes made through these tools can be undone.",
-    ) -> None:
-        super().__init__(
-            ErrorCode.PERMISSION_DENIED,
-            message
-            or f"The undo journal entry {change_id} does not verify (forged or modified); "
-            "it is not used.",
-            hint,
-        )
-
-
-class StoredContentChanged(ForgedEntry):
-    """The old bytes kept for an entry no longer match the digest signed with it."""
-
-    def __init__(self, change_id: str, path: str) -> None:
-        super().__init__(
-            change_id,
-            f"The old content of {path} kept to undo change {change_id} has changed since "
-            "the change was made (the old file was still reachable through another hard "
-            "link or an open descriptor, or the journal was modified), so undo will not "
-            "restore it.",
-            "Restore the file by hand, e.g. from version control.",
-        )
-
-
-def check_change_id(change_id: object) -> str:
-    """``change_id`` if it has the generated form; INVALID_ARGUMENT otherwise."""
-    if not isinstance(change_id, str) or not CHANGE_ID_FORMAT.fullmatch(change_id):
-        shown = repr(change_id)[:40]
-        raise ToolError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"{shown} is not a change id; ids are 12 lowercase hex digits.",
-            "Take the change_id from a mutating tool's result data, or omit it for the latest.",
-        )
-    return change_id
 
 
 @dataclass(frozen=True)
@@ -156,7 +103,7 @@ def default_journal_dir(root: Path) -> Path:
 class UndoJournal:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self._key: bytes | None = None
+        self._signer = ManifestSigner(directory)
         self._checked_root: Path | None = None
         self._unfinished: dict[str, tuple[str, dict[str, Any]]] = {}
         """Entries begun here and not yet finished: stem and manifest, so that finishing
@@ -186,7 +133,7 @@ class UndoJournal:
         manifest["status"] = "committed"
         pending = self.directory / f"{stem}{PENDING}.json"
         try:
-            _overwrite(pending, self._signed(manifest))
+            _overwrite(pending, self._signer.signed(manifest))
             pending.rename(self.directory / f"{stem}.json")
         except FileNotFoundError:  # renamed already (a repaired entry): replace it whole
             self._replace_manifest(stem, manifest)
@@ -287,7 +234,9 @@ class UndoJournal:
             "files": files,
             "undone_by": None,
         }
-        write_new_file(self.directory / f"{stem}{PENDING}.json", self._signed(manifest), flush)
+        write_new_file(
+            self.directory / f"{stem}{PENDING}.json", self._signer.signed(manifest), flush
+        )
         if flush is not None:
             flush.flush()
             sync_directories([str(self.directory)])
@@ -298,7 +247,7 @@ class UndoJournal:
         and commands may rewrite (hard links to old files included)."""
         if root == self._checked_root:
             return
-        self._journal_key()  # creates the directory
+        self._signer.key()  # creates the directory
         if self.directory.resolve().is_relative_to(root.resolve()):
             raise ToolError(
                 ErrorCode.PERMISSION_DENIED,
@@ -328,70 +277,18 @@ class UndoJournal:
     def _read_manifest(self, name: str, change_id: str) -> dict[str, Any] | None:
         """The verified manifest; None when absent, ``ForgedEntry`` when it does not verify."""
         try:
-            signed = json.loads((self.directory / name).read_text())
+            text = (self.directory / name).read_text()
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
             raise ForgedEntry(change_id) from exc
-        if not isinstance(signed, dict) or not isinstance(signed.get("manifest"), dict):
-            raise ForgedEntry(change_id)
-        manifest: dict[str, Any] = signed["manifest"]
-        expected = self._mac(manifest)
-        if not hmac.compare_digest(str(signed.get("mac", "")), expected):
-            raise ForgedEntry(change_id)
-        if manifest.get("change_id") != change_id:
-            raise ForgedEntry(change_id)
-        return manifest
-
-    def _mac(self, manifest: dict[str, Any]) -> str:
-        canonical = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
-        return hmac.new(self._journal_key(), canonical, hashlib.sha256).hexdigest()
-
-    def _journal_key(self) -> bytes:
-        """The per-journal secret, created 0600 on first use; a key that is not a
-        private regular file of ours is refused rather than trusted."""
-        if self._key is not None:
-            return self._key
-        self.directory.mkdir(parents=True, mode=0o700, exist_ok=True)
-        path = self.directory / KEY_FILE_NAME
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        if not path.exists():
-            # Written whole under a temporary name, then linked into place: a process
-            # killed half-way leaves no empty key, and of two racing creators one wins.
-            staged = self.directory / f"{KEY_FILE_NAME}.{secrets.token_hex(8)}"
-            fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(secrets.token_bytes(_KEY_BYTES))
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                with contextlib.suppress(FileExistsError):
-                    os.link(staged, path)
-            finally:
-                staged.unlink()
-        fd = os.open(path, flags)
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077:
-                raise ToolError(
-                    ErrorCode.PERMISSION_DENIED,
-                    f"The undo journal key {path} is not a private regular file.",
-                    "Remove the journal directory; undo history starts afresh.",
-                )
-            key = handle.read(_KEY_BYTES + 1)
-        if len(key) != _KEY_BYTES:
-            raise ToolError(ErrorCode.PERMISSION_DENIED, f"The undo journal key {path} is damaged.")
-        self._key = key
-        return key
-
-    def _signed(self, manifest: dict[str, Any]) -> bytes:
-        return json.dumps({"manifest": manifest, "mac": self._mac(manifest)}).encode()
+        return self._signer.verified(text, change_id)
 
     def _replace_manifest(self, stem: str, manifest: dict[str, Any]) -> None:
         """A new version of a committed entry's manifest, renamed over the old one:
         readers see one or the other."""
         staged = self.directory / f".{stem}.{secrets.token_hex(4)}"
-        write_new_file(staged, self._signed(manifest), None)
+        write_new_file(staged, self._signer.signed(manifest), None)
         os.replace(staged, self.directory / f"{stem}.json")
 
     def _prune(self) -> None:
@@ -417,7 +314,7 @@ class UndoJournal:
         change_id = manifest["change_id"]
 
         def load(name: str | None, digest: str | None, path: str) -> bytes | None:
-            return _load(self.directory, name, digest, path, change_id)
+            return read_stored(self.directory, name, digest, path, change_id)
 
         files = tuple(
             JournalFile(
@@ -454,25 +351,3 @@ def _overwrite(path: Path, data: bytes) -> None:
 
 def _sha(data: bytes | None) -> str | None:
     return None if data is None else content_hash(data)
-
-
-def _load(
-    directory: Path, name: str | None, digest: str | None, path: str, change_id: str
-) -> bytes | None:
-    """Stored bytes, checked against the digest the signed manifest holds."""
-    if name is None:
-        return None
-    if "/" in name or name.startswith("."):
-        raise ForgedEntry(change_id)
-    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-    try:
-        fd = os.open(directory / name, flags)
-    except OSError as exc:
-        raise ForgedEntry(change_id) from exc
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
-    if data is None or digest is None:
-        raise ForgedEntry(change_id)
-    if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), digest):
-        raise StoredContentChanged(change_id, path)
-    return data
