@@ -119,7 +119,7 @@ class UndoJournal:
         try:
             manifest = self._record(stem, changeset, created)
         except BaseException:
-            self._remove_entry(stem)
+            self._remove_entries({stem})
             raise
         self._unfinished[change_id] = (stem, manifest)
 
@@ -144,14 +144,9 @@ class UndoJournal:
     def abandon(self, change_id: str) -> None:
         """The commit failed cleanly: nothing changed, nothing to keep."""
         unfinished = self._unfinished.pop(change_id, None)
-        found = ENTRY_NAME.fullmatch(f"{unfinished[0]}.json") if unfinished else None
-        if found is None:
-            stem, _ = self._find(check_change_id(change_id), read=False)
-            if stem is None:
-                return
-            found = ENTRY_NAME.fullmatch(f"{stem}.json")
-        assert found is not None
-        self._remove_entry(found["stem"])
+        stem = unfinished[0] if unfinished else self._find(check_change_id(change_id), False)[0]
+        if stem is not None:
+            self._remove_entries({stem})
 
     def mark_undone(self, change_id: str, undone_by: str) -> None:
         stem, manifest = self._find(check_change_id(change_id))
@@ -287,7 +282,7 @@ class UndoJournal:
     def _replace_manifest(self, stem: str, manifest: dict[str, Any]) -> None:
         """A new version of a committed entry's manifest, renamed over the old one:
         readers see one or the other."""
-        staged = self.directory / f".{stem}.{secrets.token_hex(4)}"
+        staged = self.directory / f"{stem}.json.{secrets.token_hex(4)}.tmp"
         write_new_file(staged, self._signer.signed(manifest), None)
         os.replace(staged, self.directory / f"{stem}.json")
 
@@ -298,15 +293,12 @@ class UndoJournal:
         manifests = self._manifest_names()
         if len(manifests) <= KEEP_ENTRIES + PRUNE_SLACK:
             return
-        dropped = {found["stem"] for found in manifests[: len(manifests) - KEEP_ENTRIES]}
-        for name in os.listdir(self.directory):
-            if name.split(".", 1)[0] in dropped:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(self.directory / name)
+        self._remove_entries({found["stem"] for found in manifests[:-KEEP_ENTRIES]})
 
-    def _remove_entry(self, stem: str) -> None:
+    def _remove_entries(self, stems: set[str]) -> None:
+        """Every file of these entries (all their names start with the stem)."""
         for name in os.listdir(self.directory):
-            if name.split(".", 1)[0] == stem:
+            if name.split(".", 1)[0] in stems:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(self.directory / name)
 
