@@ -151,11 +151,11 @@ def adapt_replacement(
     return "".join(out)
 
 
-def line_numbers(text: str, positions: Sequence[int]) -> list[int]:
-    """1-based line of each position (ascending), counting \\n, \\r\\n and \\r breaks."""
+def line_numbers(text: str, positions: Sequence[int], known: tuple[int, int] = (0, 1)) -> list[int]:
+    """1-based line of each position (ascending), counting \\n, \\r\\n and \\r breaks
+    from ``known``, a (position, line) at or before the first position."""
     out: list[int] = []
-    line = 1
-    previous = 0
+    previous, line = known
     for position in positions:
         line += _breaks(text, previous, position)
         out.append(line)

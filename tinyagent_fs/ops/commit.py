@@ -27,6 +27,7 @@ from ..errors import ErrorCode, ToolError
 MISSING = "missing"
 DIRECTORY = "directory"
 TEMP_MARK = ".tafs-"
+COMPARE_BLOCK = 256 * 1024
 
 
 @dataclass
@@ -138,11 +139,17 @@ def _holds(path: str, expected: bytes) -> bool:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
             return False
         raise
-    with os.fdopen(fd, "rb") as handle:
+    with os.fdopen(fd, "rb", buffering=0) as handle:
         info = os.fstat(fd)
         if not stat_module.S_ISREG(info.st_mode) or info.st_size != len(expected):
             return False
-        return handle.read() == expected
+        block = bytearray(COMPARE_BLOCK)  # compared block by block: no second copy of a big file
+        view, offset = memoryview(block), 0
+        while size := handle.readinto(block):
+            if not expected.startswith(view[:size], offset):
+                return False
+            offset += size
+        return offset == len(expected)
 
 
 def _current_hash(path: str) -> str:
