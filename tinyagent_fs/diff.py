@@ -102,24 +102,25 @@ def _pieces(*pieces: tuple[int, Sequence[str]]) -> LineSlice:
 
 
 def _common_prefix(a: str, b: str) -> int:
-    return _equal_run(a, b, min(len(a), len(b)), lambda text, i, j: text[i:j])
+    return _equal_run(min(len(a), len(b)), lambda i, j: a.startswith(b[i:j], i))
 
 
 def _common_suffix(a: str, b: str, limit: int) -> int:
     """Length of the longest common suffix, at most ``limit``."""
-    return _equal_run(a, b, limit, lambda text, i, j: text[len(text) - j : len(text) - i])
+    return _equal_run(limit, lambda i, j: a.endswith(b[len(b) - j : len(b) - i], 0, len(a) - i))
 
 
-def _equal_run(a: str, b: str, limit: int, chars: Callable[[str, int, int], str]) -> int:
-    """How many characters (at most ``limit``) ``a`` and ``b`` share at one end, compared
-    block by block; ``chars(text, i, j)`` is characters i to j counted from that end."""
+def _equal_run(limit: int, same: Callable[[int, int], bool]) -> int:
+    """How many characters (at most ``limit``) two texts share at one end, compared
+    block by block: ``same(i, j)`` says whether characters i to j, counted from that
+    end, are equal (one side sliced, the other compared in place)."""
     done, size = 0, FIRST_BLOCK
     while done < limit:
         more = min(limit, done + size)
-        if chars(a, done, more) != chars(b, done, more):
+        if not same(done, more):
             while more - done > 1:  # the first difference lies in [done, more)
                 middle = (done + more) // 2
-                if chars(a, done, middle) == chars(b, done, middle):
+                if same(done, middle):
                     done = middle
                 else:
                     more = middle
