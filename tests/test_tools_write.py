@@ -138,6 +138,13 @@ async def test_stale_write_after_read_is_a_conflict(fs: FileTools, project: Path
     assert (await fs.write_file("README.md", "# Mine\n")).ok
 
 
+async def test_a_stale_view_is_reported_before_a_failed_match(fs: FileTools, project: Path) -> None:
+    await fs.read_file("README.md")
+    (project / "README.md").write_text("# Changed by someone else\n")
+    result = await fs.edit_file("README.md", "not in the file", "x")
+    assert result.error.code == "CONFLICT"
+
+
 async def test_file_changed_during_review_is_a_conflict(project: Path, audit) -> None:
     target = project / "README.md"
 

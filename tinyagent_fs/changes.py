@@ -8,7 +8,6 @@ bytes. Paths are absolute and already guarded.
 from __future__ import annotations
 
 import functools
-import hashlib
 import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
@@ -17,9 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from .diff import text_hunks, unified_hunks
+from .digest import content_hash
 
-MISSING = "missing"
-"""The planned-against hash of a path that must not exist at commit time."""
 DIFF_CONTEXT = 3
 DIRECTORY = "directory"
 """The planned-against hash of a path that must be a directory at commit time."""
@@ -32,33 +30,6 @@ class ChangeKind(str, Enum):
     MOVE = "move"
     MKDIR = "mkdir"
     RMDIR = "rmdir"
-
-
-def content_hash(data: bytes | None) -> str:
-    """Hash used for stale-write checks; ``MISSING`` stands for "no file".
-
-    One call asks for the digest of the same bytes several times (the read-state
-    check, the commit's conflict check, the journal, the read state again after
-    the commit), and SHA-256 of 5 MB takes 3 ms. So the last few digests of large
-    contents are remembered by object identity: bytes are immutable, and the memo
-    holds a reference, so an identity it knows cannot be reused for other bytes.
-    """
-    global _recent_digests
-    if data is None:
-        return MISSING
-    recent = _recent_digests
-    for known, digest in recent:
-        if known is data:
-            return digest
-    digest = hashlib.sha256(data).hexdigest()
-    if type(data) is bytes and len(data) >= MEMO_FROM_BYTES:
-        _recent_digests = ((data, digest), *recent[: MEMO_ENTRIES - 1])
-    return digest
-
-
-MEMO_FROM_BYTES = 64 * 1024
-MEMO_ENTRIES = 4
-_recent_digests: tuple[tuple[bytes, str], ...] = ()
 
 
 @dataclass(frozen=True)
