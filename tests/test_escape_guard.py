@@ -21,7 +21,7 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.guard import PathGuard
 from tinyagent_fs.hooks.decision import Risk, ToolCall
 from tinyagent_fs.hooks.terminal import TerminalHook
-from tinyagent_fs.integrations.mcp_server import approval_message
+from tinyagent_fs.integrations.mcp_approval import approval_message
 from tinyagent_fs.journal import ENTRY_NAME, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
 from tinyagent_fs.ops.glob_match import GlobMatcher
 from tinyagent_fs.ops.ripgrep import find_ripgrep
@@ -55,6 +55,18 @@ async def test_ignore_file_negation_cannot_lift_a_policy_denial(
         assert read.error is not None and read.error.code == "DENIED_PATTERN"
     many = await fs.read_many_files([".env", "server.key", "README.md"])
     assert SECRET not in many.text and "KEYDATA" not in many.text
+
+
+async def test_anchored_denial_hides_an_entry_of_a_listed_subdirectory(
+    fs: FileTools, project: Path
+) -> None:
+    (project / "docs" / "secret.txt").write_text(SECRET)
+    (project / "docs" / "sub").mkdir()
+    (project / "docs" / "sub" / "key.txt").write_text(SECRET)
+    (project / ".tinyagentignore").write_text("/docs/secret.txt\n/docs/sub/key.txt\n")
+    listing = await fs.list_directory("docs", depth=2)
+    assert [e["path"] for e in listing.data["entries"]] == ["docs/guide.md", "docs/sub"]
+    assert "secret.txt" not in listing.text and "key.txt" not in listing.text
 
 
 @pytest.mark.parametrize("backend", ["python", "ripgrep"])

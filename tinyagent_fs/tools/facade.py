@@ -31,6 +31,8 @@ class FileTools:
     ``audit=None`` writes to the per-user audit log (outside the project);
     ``audit=False`` records nothing. ``journal`` is where undo keeps old bytes
     (default: the per-user state directory); ``journal=False`` keeps none.
+    ``limiter`` lets toolkits that serve one client in several folders share one
+    budget (default: a budget of this toolkit's own, from the policy).
     """
 
     def __init__(
@@ -42,6 +44,7 @@ class FileTools:
         audit: AuditLog | bool | None = None,
         *,
         journal: UndoJournal | bool | None = None,
+        limiter: ResourceLimiter | None = None,
     ) -> None:
         self.policy = policy or SandboxPolicy()
         self.guard = PathGuard(root, self.policy)
@@ -57,7 +60,7 @@ class FileTools:
         if audit is None or audit is True:
             audit = AuditLog()
         self.audit: AuditLog | None = audit or None
-        self.limiter = ResourceLimiter(
+        self.limiter = limiter or ResourceLimiter(
             self.policy.max_requests_per_round, self.policy.max_bytes_per_round
         )
         if journal is None or journal is True:
@@ -101,8 +104,20 @@ class FileTools:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> ToolResult:
-        return await self.call("read_file", {"path": path, "offset": offset, "limit": limit})
+    async def read_file(
+        self,
+        path: str,
+        offset: int | None = None,
+        limit: int | None = None,
+        tail: int | None = None,
+    ) -> ToolResult:
+        """``offset`` (0 = the first line) or ``tail`` (the last N lines), not both."""
+        args: dict[str, Any] = {"path": path, "limit": limit}
+        if offset is not None:
+            args["offset"] = offset
+        if tail is not None:
+            args["tail"] = tail
+        return await self.call("read_file", args)
 
     async def read_many_files(self, paths: list[str]) -> ToolResult:
         return await self.call("read_many_files", {"paths": paths})

@@ -30,7 +30,7 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
             path = ctx.resolve(raw, for_write=True)
             paths[raw] = path
             data = await ctx.read_existing(path)
-            ctx.read_state.check_unchanged(path, data, ctx.relative(path))
+            await ctx.check_unchanged(path, data)
             current[path] = data
             if data is not None:
                 formats[path] = decode_text(data, ctx.relative(path))

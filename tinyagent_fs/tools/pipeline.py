@@ -20,6 +20,8 @@ from .spec import ToolSpec
 from .validate import validate_arguments
 
 PATH_ARGUMENTS = ("path", "src", "dst", "workdir", "file_path", "directory")
+MESSAGE_CHARS = 200
+"""How much of a result's first line the audit event keeps as its message."""
 
 
 @dataclass
@@ -217,7 +219,7 @@ class Pipeline:
             duration_ms=round((time.perf_counter() - record.started) * 1000, 3),
             change_id=changeset.change_id if changeset and record.committed else None,
             diff=changeset.unified_diff() if changeset else None,
-            message=result.text.splitlines()[0][:200] if result.text else "",
+            message=_first_line(result.text, MESSAGE_CHARS),
             provider=self.ctx.provider.name,
         )
         self.audit.record(event)
@@ -262,6 +264,13 @@ def _told_of_changes(result: ToolResult, review: Review) -> ToolResult:
         note += "\nWhat was applied:\n" + review.call.diff[:4000]
     data = {**result.data, "modified_by": who}
     return ToolResult(result.ok, f"{result.text}\n{note}", data, result.error)
+
+
+def _first_line(text: str, limit: int) -> str:
+    """The start of ``text``'s first line, at most ``limit`` characters, without
+    splitting a whole file's worth of output to find it."""
+    lines = text[: limit + 1].splitlines()
+    return lines[0][:limit] if lines else ""
 
 
 def _argument_paths(args: dict[str, Any]) -> list[str]:

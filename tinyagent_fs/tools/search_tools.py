@@ -16,38 +16,40 @@ def _search_args(ctx: ToolContext) -> dict[str, Any]:
 
 async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     path = ctx.resolve(args["path"])
+    base = ctx.relative(path)
     listing = await ctx.provider.call(
         "list_tree",
         path=str(path),
+        start=base,
         depth=args["depth"],
         include_hidden=args["include_hidden"],
         limit=args["limit"],
         **_search_args(ctx),
     )
-    base = ctx.relative(path)
-    lines: list[str] = []
-    for entry in listing["entries"]:
-        indent = "  " * (entry["depth"] - 1)
-        suffix = "/" if entry["type"] == "directory" else "@" if entry["type"] == "symlink" else ""
-        lines.append(f"{indent}{entry['name']}{suffix}")
+    entries = listing["entries"]
+    lines = [
+        f"{'  ' * (entry['depth'] - 1)}{entry['name']}{_TYPE_SUFFIX.get(entry['type'], '')}"
+        for entry in entries
+    ]
     if listing["omitted"]:
         more = "at least " if listing.get("omitted_is_lower_bound") else ""
         lines.append(
             f"[... {more}{listing['omitted']} more entries not shown; "
             "raise limit or list a subdirectory]"
         )
-    header = f"{base}/ ({listing['total']} entries)"
-    if not listing["entries"]:
-        header = f"{base}/ is empty"
+    header = f"{base}/ ({listing['total']} entries)" if entries else f"{base}/ is empty"
     return ToolResult.success(
         "\n".join([header, *lines]),
         {
             "path": base,
-            "entries": listing["entries"],
+            "entries": entries,
             "total": listing["total"],
             "omitted": listing["omitted"],
         },
     )
+
+
+_TYPE_SUFFIX = {"directory": "/", "symlink": "@"}
 
 
 async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -59,7 +61,7 @@ async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         limit=args["limit"],
         **_search_args(ctx),
     )
-    paths = [m["path"] for m in found["matches"]]
+    paths = found["matches"]
     lines = list(paths)
     if found["omitted"]:
         lines.append(f"[... {found['omitted']} more files not shown; narrow the pattern]")

@@ -7,7 +7,7 @@ returns a Plan. Review, commit, journal and audit are the pipeline's job.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -50,17 +50,17 @@ async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedT
         return old, None
 
 
-@contextlib.contextmanager
-def _unless_changed(ctx: ToolContext, path: Path, old: bytes | None) -> Iterator[None]:
+@contextlib.asynccontextmanager
+async def _unless_changed(ctx: ToolContext, path: Path, old: bytes | None) -> AsyncIterator[None]:
     """Plan against ``old``, then refuse with CONFLICT if the file changed since the
     model last read it; that error outranks any the planning raised, since a stale
     view is what the model must fix first."""
     try:
         yield
     except ToolError:
-        ctx.read_state.check_unchanged(path, old, ctx.relative(path))
+        await ctx.check_unchanged(path, old)
         raise
-    ctx.read_state.check_unchanged(path, old, ctx.relative(path))
+    await ctx.check_unchanged(path, old)
 
 
 def _with_file_newlines(text: str, like: DecodedText) -> str:
@@ -86,7 +86,7 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         )
     old, decoded = await _current(ctx, path)
     like = decoded or UTF8_LF
-    with _unless_changed(ctx, path, old):
+    async with _unless_changed(ctx, path, old):
         text = _with_file_newlines(args["content"], like) if decoded else args["content"]
         new = encode_text(text, like)
     hash_ahead(new)
@@ -129,7 +129,7 @@ async def plan_edit_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         return await plan_write_file(
             ctx, {"path": args["path"], "content": args["new_string"], "create_dirs": True}
         )
-    with _unless_changed(ctx, path, old):
+    async with _unless_changed(ctx, path, old):
         return _planned_edit(ctx, path, old, decoded, args)
 
 
@@ -170,7 +170,7 @@ async def plan_multi_edit(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     path = ctx.resolve(args["path"], for_write=True)
     shown = ctx.relative(path)
     old, decoded = await _current(ctx, path)
-    with _unless_changed(ctx, path, old):
+    async with _unless_changed(ctx, path, old):
         if old is None:
             raise ToolError(ErrorCode.NOT_FOUND, f"{shown} does not exist", "check the path")
         decoded = decoded or decode_text(old, shown)
