@@ -292,7 +292,9 @@ def split_lines(text: str) -> list[str]:
 
 def line_count(text: str) -> int:
     """Number of lines ``split_lines`` would return, without building them."""
-    breaks = text.count("\n") + text.count("\r") - text.count("\r\n")
+    breaks = text.count("\n")
+    if "\r" in text:  # a memchr, far cheaper than the two counts it spares
+        breaks += text.count("\r") - text.count("\r\n")
     return breaks + (1 if text and text[-1] not in "\r\n" else 0)
 
 

@@ -27,6 +27,7 @@ class LocalProvider(Provider):
 
     name = "local"
     kernel_enforced = False
+    in_process = True
 
     def __init__(self) -> None:
         self._roots: tuple[str, ...] = ()

@@ -78,7 +78,8 @@ class FileTools:
 
     @property
     def recovered_changes(self) -> list[str]:
-        """Ids of interrupted commits that this toolkit rolled back on its first call."""
+        """Ids of interrupted commits this toolkit dealt with on its first call: rolled
+        back, or completed when every file already held its new state."""
         return list(self._pipeline.recovered or [])
 
     async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:

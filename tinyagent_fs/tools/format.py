@@ -7,6 +7,7 @@ import itertools
 import operator
 from collections.abc import Mapping
 
+from ..line_window import line_start, lines_before, lines_from, next_line_start
 from ..text import split_lines
 
 NUMBER_WIDTH = 6
@@ -58,12 +59,15 @@ def _prefix_table() -> list[str]:
     return [f"{number:>{NUMBER_WIDTH}}\t" for number in range(1, PREFIX_TABLE_LINES + 1)]
 
 
-def snippet(text: str, start_line: int, end_line: int, context: int = 3) -> str:
-    """Numbered lines around [start_line, end_line] (1-based, inclusive) of ``text``."""
-    lines = split_lines(text)
-    first = max(1, start_line - context)
-    last = min(len(lines), end_line + context)
-    body, _ = number_lines(lines[first - 1 : last], first, 2000)
+def snippet(text: str, first: int, last: int, first_line: int, context: int = 3) -> str:
+    """Numbered lines of ``text`` from the line holding position ``first`` (line number
+    ``first_line``) to the line holding position ``last``, with ``context`` lines
+    around; only those lines are split, however long the text."""
+    start = line_start(text, first)
+    end = next_line_start(text, last) if last < len(text) else len(text)
+    before = lines_before(text, start, context)
+    lines = [*before, *split_lines(text[start:end]), *lines_from(text, end, context)]
+    body, _ = number_lines(lines, first_line - len(before), 2000)
     return body
 
 

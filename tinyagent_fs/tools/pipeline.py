@@ -58,7 +58,9 @@ class Pipeline:
         try:
             if self.recovered is None and self.ctx.journal is not None:
                 self.recovered = []  # tried once: a failure is reported, not repeated
-                self.recovered = await recover_interrupted(self.ctx, self.ctx.journal)
+                self.recovered = await recover_interrupted(
+                    self.ctx, self.ctx.journal, complete_landed=True
+                )
             result = await self._run(record, name, args)
         except ToolError as error:
             result = ToolResult.failure(error)
@@ -158,7 +160,9 @@ class Pipeline:
             journal.begin(changeset)
         try:
             report: dict[str, Any] = await self.ctx.provider.call(
-                "commit_changes", change_id=changeset.change_id, changes=commit_payload(changeset)
+                "commit_changes",
+                change_id=changeset.change_id,
+                changes=commit_payload(changeset, self.ctx.provider.in_process),
             )
         except ToolError as error:
             # The commit rolls itself back on any error it can see; only a worker
