@@ -248,6 +248,8 @@ def _tolerant_candidates(
         shift: IndentShift | None = None
         if stage >= 2:
             file_lines = [line_content(line) for line in split_lines(match.group())]
+            if len(file_lines) != len(needle_lines):
+                continue  # tolerant whitespace ran across a line break: not line for line
             shift = indent_shift(needle_lines, file_lines, first_line)
             if shift is None:
                 continue
