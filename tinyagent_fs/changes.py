@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from .diff import unified_hunks
+from .diff import Opcode, aligns, unified_hunks
 from .text import split_lines
 
 MISSING = "missing"
@@ -61,6 +61,9 @@ class FileChange:
     old_text: str | None = None
     new_text: str | None = None
     note: str = ""
+    line_opcodes: tuple[Opcode, ...] | None = None
+    """How old and new lines align, when the plan knows it already (a patch's hunks
+    are the diff): spares diffing the texts again. Used only if it fits them."""
 
     @property
     def expected_hash(self) -> str:
@@ -80,7 +83,10 @@ class FileChange:
         new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
             return None
-        return hunk_lines(split_lines(old_text), split_lines(new_text))
+        old, new = split_lines(old_text), split_lines(new_text)
+        known = self.line_opcodes
+        codes = list(known) if known and aligns(old, new, known) else None
+        return hunk_lines(old, new, codes=codes)
 
     @functools.cached_property
     def _counts(self) -> tuple[int, int]:
@@ -121,9 +127,11 @@ class FileChange:
         return [*header, f"--- {from_name}\n", f"+++ {to_name}\n", *hunks]
 
 
-def hunk_lines(old: list[str], new: list[str], context: int = DIFF_CONTEXT) -> list[str]:
+def hunk_lines(
+    old: list[str], new: list[str], context: int = DIFF_CONTEXT, codes: list[Opcode] | None = None
+) -> list[str]:
     """Unified-diff hunks of two line lists, with git's marker for a missing final newline."""
-    return [_ensure_newline(line) for line in unified_hunks(old, new, context)]
+    return [_ensure_newline(line) for line in unified_hunks(old, new, context, codes)]
 
 
 def display_text(data: bytes | None, decoded: str | None) -> str | None:

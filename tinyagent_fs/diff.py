@@ -17,12 +17,18 @@ GAP_CELLS_FOR_DIFFLIB = 250_000
 """Gaps larger than this (old lines x new lines) are shown as a plain replacement."""
 
 
-def unified_hunks(old: Sequence[str], new: Sequence[str], context: int = 3) -> Iterator[str]:
-    """The hunks of a unified diff (no file header), lines keeping their endings."""
+def unified_hunks(
+    old: Sequence[str], new: Sequence[str], context: int = 3, codes: list[Opcode] | None = None
+) -> Iterator[str]:
+    """The hunks of a unified diff (no file header), lines keeping their endings.
+
+    ``codes``: an alignment the caller already knows (a patch's hunks are one),
+    which must satisfy ``aligns``; None: computed here.
+    """
     # Only for difflib's hunk grouping, which reads nothing but the precomputed
     # opcodes: empty sequences spare it indexing the whole file.
     matcher = difflib.SequenceMatcher(None, (), (), autojunk=False)
-    matcher.opcodes = opcodes(old, new)
+    matcher.opcodes = opcodes(old, new) if codes is None else codes
     for group in matcher.get_grouped_opcodes(context):
         first, last = group[0], group[-1]
         yield (f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
@@ -38,6 +44,19 @@ def opcodes(old: Sequence[str], new: Sequence[str]) -> list[Opcode]:
     out: list[Opcode] = []
     _align(old, 0, len(old), new, 0, len(new), out)
     return _merged(out)
+
+
+def aligns(old: Sequence[str], new: Sequence[str], codes: Sequence[Opcode]) -> bool:
+    """Whether ``codes`` turn ``old`` into ``new``: contiguous, covering both sides,
+    and every "equal" stretch really equal. Any such alignment is a true diff."""
+    i = j = 0
+    for tag, i1, i2, j1, j2 in codes:
+        if (i1, j1) != (i, j) or i2 < i1 or j2 < j1:
+            return False
+        if tag == "equal" and (i2 - i1 != j2 - j1 or old[i1:i2] != new[j1:j2]):
+            return False
+        i, j = i2, j2
+    return (i, j) == (len(old), len(new))
 
 
 def _align(

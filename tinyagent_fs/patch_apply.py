@@ -15,6 +15,7 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from itertools import accumulate
 
+from tinyagent_fs.diff import Opcode
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.match_hints import describe_regions, list_lines, nearest_regions
 from tinyagent_fs.matching import MAX_CANDIDATES, TOLERANCE_NOTES
@@ -34,10 +35,16 @@ _SHOWN_HUNK_LINES = 6
 @dataclass(frozen=True)
 class PatchedText:
     """A file's text after its section is applied (None: deleted) and, for each hunk
-    placed with a tolerance, a note saying so."""
+    placed with a tolerance, a note saying so.
+
+    ``alignment`` is how the lines of the old and new text correspond, as the
+    placed hunks say (the review diff is built from it, not recomputed); None
+    where there is nothing to align (added or deleted files).
+    """
 
     text: str | None
     notes: tuple[str, ...] = ()
+    alignment: tuple[Opcode, ...] | None = None
 
 
 def apply_file_patch(fp: FilePatch, current_text: str | None, file_newline: str) -> str | None:
@@ -120,7 +127,9 @@ def _update(fp: FilePatch, text: str, newline: str) -> PatchedText:
             notes.append(f"{fp.path}: {_hunk_name(hunk, number)} {TOLERANCE_NOTES[stage]}")
         placed.append((start, hunk, shift))
         cursor = start + len(hunk.old_lines)
-    return PatchedText(_assemble(text, lines, placed, fp.style, newline), tuple(notes))
+    alignment = _Alignment()
+    new_text = _assemble(text, lines, placed, fp.style, newline, alignment)
+    return PatchedText(new_text, tuple(notes), alignment.finish(len(lines)))
 
 
 def _locate(
@@ -222,9 +231,11 @@ def _assemble(
     placed: list[tuple[int, Hunk, IndentShift | None]],
     style: str,
     newline: str,
+    alignment: _Alignment,
 ) -> str:
     """Untouched stretches as slices of ``text``; hunks as context lines from the file
-    and added lines with the ending of the lines they replace (``_AddedLineEndings``)."""
+    and added lines with the ending of the lines they replace (``_AddedLineEndings``).
+    ``alignment`` is told, line by line, what became of each."""
     offsets = [0, *accumulate(len(line) for line in lines)]
     pieces: list[str] = []
 
@@ -237,9 +248,11 @@ def _assemble(
     previous = 0
     for start, hunk, shift in placed:
         emit(text[offsets[previous] : offsets[start]])
+        alignment.keep(start - previous)
         index = start
         endings = _AddedLineEndings(newline)
         for line in hunk.lines:
+            alignment.take(line.op)
             if line.op == " ":
                 emit(lines[index])
                 endings.saw_context(lines[index])
@@ -256,6 +269,51 @@ def _assemble(
     if style == "codex" and text and not text.endswith(("\n", "\r")):
         return _without_final_break(result)
     return result
+
+
+class _Alignment:
+    """Opcodes (as ``difflib`` spells them) built while the hunks are applied: kept
+    lines are "equal", each run of removed and added lines one change."""
+
+    def __init__(self) -> None:
+        self.codes: list[Opcode] = []
+        self.old = self.new = 0
+        self.removed = self.added = 0
+
+    def keep(self, count: int) -> None:
+        if not count:
+            return
+        self._close_change()
+        last = self.codes[-1] if self.codes else None
+        if last is not None and last[0] == "equal":
+            self.codes[-1] = ("equal", last[1], self.old + count, last[3], self.new + count)
+        else:
+            self.codes.append(("equal", self.old, self.old + count, self.new, self.new + count))
+        self.old += count
+        self.new += count
+
+    def take(self, op: str) -> None:
+        if op == " ":
+            self.keep(1)
+        elif op == "-":
+            self.removed += 1
+        else:
+            self.added += 1
+
+    def finish(self, old_count: int) -> tuple[Opcode, ...]:
+        """The opcodes once the rest of the file (up to ``old_count`` lines) is kept."""
+        self._close_change()
+        self.keep(old_count - self.old)
+        return tuple(self.codes)
+
+    def _close_change(self) -> None:
+        if not (self.removed or self.added):
+            return
+        tag = "replace" if self.removed and self.added else "delete" if self.removed else "insert"
+        old_end, new_end = self.old + self.removed, self.new + self.added
+        self.codes.append((tag, self.old, old_end, self.new, new_end))
+        self.old, self.new = old_end, new_end
+        self.removed = self.added = 0
 
 
 class _AddedLineEndings:

@@ -7,12 +7,13 @@ from typing import Any
 
 from .command import run_command
 from .commit import commit_changes, recover_commit
-from .files import read_bytes, stat_path, walk_all
+from .files import read_bytes, read_files, stat_path, walk_all
 from .listing import list_tree
 from .search import glob_files, grep
 
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "read_bytes": read_bytes,
+    "read_files": read_files,
     "stat_path": stat_path,
     "walk_all": walk_all,
     "list_tree": list_tree,

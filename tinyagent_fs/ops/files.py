@@ -66,6 +66,24 @@ def read_bytes(path: str, max_bytes: int) -> bytes:
         os.close(fd)
 
 
+def read_files(paths: list[str], max_bytes: int) -> list[bytes | None]:
+    """Several whole files in one call, None for each that does not exist.
+
+    A patch reads hundreds of files; through a sandboxed worker one call is one
+    round trip, so they are read together. Any other failure is raised as
+    ``read_bytes`` raises it.
+    """
+    found: list[bytes | None] = []
+    for path in paths:
+        try:
+            found.append(read_bytes(path, max_bytes))
+        except ToolError as error:
+            if error.code is not ErrorCode.NOT_FOUND:
+                raise
+            found.append(None)
+    return found
+
+
 def stat_path(path: str) -> dict[str, Any] | None:
     """Metadata without following a final symlink; None when nothing is there."""
     try:
