@@ -104,15 +104,16 @@ def _in_file_encoding(fp: FilePatch, encoding: str | None) -> FilePatch:
     if encoding is None or encoding.startswith("utf"):
         return fp
     hunks = tuple(
-        replace(
-            hunk,
-            lines=tuple(
-                replace(line, text=_transcoded(line.text, encoding)) for line in hunk.lines
-            ),
-        )
+        replace(hunk, lines=tuple(_line_in(line, encoding) for line in hunk.lines))
+        if any(has_escaped_bytes(line.text) for line in hunk.lines)
+        else hunk
         for hunk in fp.hunks
     )
     return replace(fp, hunks=hunks)
+
+
+def _line_in(line: HunkLine, encoding: str) -> HunkLine:
+    return line._replace(text=_transcoded(line.text, encoding))
 
 
 def _transcoded(text: str, encoding: str) -> str:

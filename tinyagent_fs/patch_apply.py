@@ -11,9 +11,8 @@ and, under an indentation tolerance, the file's indentation.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import functools
 from dataclasses import dataclass
-from itertools import accumulate
 
 from tinyagent_fs.diff import Opcode
 from tinyagent_fs.errors import ErrorCode, ToolError
@@ -86,36 +85,60 @@ def _added_text(fp: FilePatch) -> str:
 
 class _LineSearch:
     """Finds runs of lines by joining normalised lines with "\\n" and using
-    ``str.find``: linear, and fast even for a 100k-line file."""
+    ``str.find``: linear, and fast even for a 100k-line file. A hunk that is where
+    its line numbers say (``fits_at``) needs no search and no joined text at all."""
 
-    def __init__(self, contents: list[str]) -> None:
-        self.contents = contents
-        self._joined: dict[str, tuple[str, list[int]]] = {}
+    def __init__(self, text: str, lines: list[str]) -> None:
+        self.text = text
+        self.lines = lines
+        self._joined: dict[str, tuple[str, list[str]]] = {}
+
+    @functools.cached_property
+    def contents(self) -> list[str]:
+        """Each line without its ending."""
+        plain = self.text.splitlines()
+        if len(plain) == len(self.lines):  # no separators but \n, \r\n and \r
+            return plain
+        return [line_content(line) for line in self.lines]
+
+    def fits_at(self, needle: list[str], start: int) -> bool:
+        """Whether the file's lines from ``start`` are exactly ``needle``."""
+        end = start + len(needle)
+        if start < 0 or end > len(self.lines):
+            return False
+        return all(
+            line_content(line) == wanted
+            for line, wanted in zip(self.lines[start:end], needle, strict=True)
+        )
 
     def positions(self, needle: list[str], stage: LineStage, start: int) -> list[int]:
         """0-based starts (>= ``start``, overlapping allowed) where ``needle`` fits."""
-        if not needle or start + len(needle) > len(self.contents):
+        if not needle or start + len(needle) > len(self.lines):
             return []
-        haystack, offsets = self._normalized(stage)
+        haystack, normalized = self._normalized(stage)
         key = "\n" + "\n".join(stage.normalize(line) for line in needle) + "\n"
         found: list[int] = []
-        position = haystack.find(key, offsets[start] - 1)
+        line = start
+        before = start + sum(map(len, normalized[:start]))  # the "\n" ahead of line ``start``
+        position = haystack.find(key, before)
         while position >= 0 and len(found) < MAX_CANDIDATES:
-            found.append(bisect_left(offsets, position + 1))
+            line += haystack.count("\n", before, position)
+            found.append(line)
+            before = position
             position = haystack.find(key, position + 1)
         return found
 
-    def _normalized(self, stage: LineStage) -> tuple[str, list[int]]:
+    def _normalized(self, stage: LineStage) -> tuple[str, list[str]]:
         if stage.name not in self._joined:
-            lines = [stage.normalize(line) for line in self.contents]
-            offsets = [1 + end for end in accumulate((len(line) + 1 for line in lines), initial=0)]
-            self._joined[stage.name] = ("\n" + "\n".join(lines) + "\n", offsets)
+            exact = stage is LINE_STAGES[0]
+            lines = self.contents if exact else [stage.normalize(line) for line in self.contents]
+            self._joined[stage.name] = ("\n" + "\n".join(lines) + "\n", lines)
         return self._joined[stage.name]
 
 
 def _update(fp: FilePatch, text: str, newline: str) -> PatchedText:
     lines = split_lines(text)
-    search = _LineSearch([line_content(line) for line in lines])
+    search = _LineSearch(text, lines)
     cursor = drift = 0
     placed: list[tuple[int, Hunk, IndentShift | None]] = []
     notes: list[str] = []
@@ -146,12 +169,20 @@ def _locate(
         position = _find_anchor(fp, hunk, number, search, anchor, position) + 1
     if hunk.anchors and old and old[0].strip() == hunk.anchors[-1].strip():
         position -= 1
-    size = len(search.contents)
+    size = len(search.lines)
     hint = None if hunk.old_start is None else hunk.old_start - 1 + drift
     if not old:
         if hunk.end_of_file or (hint is None and not hunk.anchors):
             return size, "exact", None
         return (position if hint is None else min(max(hint, position), size)), "exact", None
+    if (
+        hint is not None
+        and not hunk.anchors
+        and hint >= position
+        and (not hunk.end_of_file or hint + len(old) == size)
+        and search.fits_at(old, hint)
+    ):  # an exact match at the stated line is the one a search would settle on
+        return hint, "exact", None
     for stage in LINE_STAGES:
         found: list[tuple[int, IndentShift | None]] = []
         for start in search.positions(old, stage, position):
@@ -210,10 +241,10 @@ def _check_deleted_content(fp: FilePatch, text: str) -> None:
     if not fp.hunks:
         return
     old = [line for hunk in fp.hunks for line in hunk.old_lines]
-    contents = [line_content(line) for line in split_lines(text)]
-    search = _LineSearch(contents)
-    if len(old) == len(contents) and any(
-        0 in search.positions(old, stage, 0) for stage in LINE_STAGES
+    search = _LineSearch(text, split_lines(text))
+    contents = search.contents
+    if len(old) == len(contents) and (
+        old == contents or any(0 in search.positions(old, stage, 0) for stage in LINE_STAGES)
     ):
         return
     raise ToolError(
@@ -236,7 +267,6 @@ def _assemble(
     """Untouched stretches as slices of ``text``; hunks as context lines from the file
     and added lines with the ending of the lines they replace (``_AddedLineEndings``).
     ``alignment`` is told, line by line, what became of each."""
-    offsets = [0, *accumulate(len(line) for line in lines)]
     pieces: list[str] = []
 
     def emit(piece: str) -> None:
@@ -247,7 +277,7 @@ def _assemble(
 
     previous = 0
     for start, hunk, shift in placed:
-        emit(text[offsets[previous] : offsets[start]])
+        emit("".join(lines[previous:start]))
         alignment.keep(start - previous)
         index = start
         endings = _AddedLineEndings(newline)
@@ -264,7 +294,7 @@ def _assemble(
                 emit(added + ("" if line.no_newline else line.ending or ending))
             index += line.op != "+"
         previous = index
-    emit(text[offsets[previous] :])
+    emit("".join(lines[previous:]))
     result = "".join(pieces)
     if style == "codex" and text and not text.endswith(("\n", "\r")):
         return _without_final_break(result)

@@ -136,6 +136,7 @@ _WORD = re.compile(r"[^\W\d_]+")
 _SCORED_CHARS = 65536
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 _ASCII_BYTES = bytes(range(128))
 
 
@@ -199,7 +200,7 @@ def decode_text(data: bytes, name: str = "") -> DecodedText:
 
 def has_escaped_bytes(text: str) -> bool:
     """Whether ``text`` carries undecodable bytes as surrogate escapes (``surrogateescape``)."""
-    return any("\udc80" <= char <= "\udcff" for char in text)
+    return _ESCAPED_BYTE.search(text) is not None
 
 
 def encode_text(text: str, like: DecodedText) -> bytes:
