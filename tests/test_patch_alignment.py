@@ -9,8 +9,7 @@ import pytest
 
 from tests.patch_harness import Scenario, TreeFiles, copy_input, load_scenarios
 from tests.test_diff import apply_hunks
-from tinyagent_fs.changes import hunk_lines
-from tinyagent_fs.diff import aligns
+from tinyagent_fs.diff import aligns, unified_hunks
 from tinyagent_fs.patch import plan_patch
 from tinyagent_fs.text import split_lines
 
@@ -30,7 +29,7 @@ def test_placed_hunks_align_old_and_new_lines(scenario: Scenario, tmp_path: Path
             # changes a line it keeps; its diff is then computed from the texts.
             assert not planned.old_text.endswith(("\n", "\r")), planned.path
             continue
-        hunks = hunk_lines(old, new, codes=list(planned.alignment))
+        hunks = list(unified_hunks(old, new, 3, list(planned.alignment)))
         assert apply_hunks(old, hunks) == new
 
 

@@ -1,5 +1,5 @@
 """apply_patch at scale: files read in one provider call, the review diff taken from
-the patch's own hunks, large commits flushed together; none of it changes a result."""
+the patch's own hunks; neither changes a result."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from tests.conftest import audit_events, make_provider
 from tinyagent_fs import FileTools
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy, Decision
-from tinyagent_fs.ops.durable import TOGETHER_FROM
 from tinyagent_fs.providers import LocalProvider
 
-FILES = TOGETHER_FROM * 3
+FILES = 24
 
 
 def toolkit(root: Path, provider: str, audit: AuditLog | bool = False) -> FileTools:
@@ -82,7 +81,6 @@ async def test_a_batch_read_that_fails_names_the_file_as_a_single_read_does(
 async def test_a_large_patch_commits_whole_on_every_provider(
     tmp_path: Path, provider_name: str, audit: AuditLog
 ) -> None:
-    """Enough files for the commit to flush them together (threads in the worker too)."""
     patch = many_files(tmp_path)
     async with toolkit(tmp_path, provider_name, audit) as fs:
         result = await fs.apply_patch(patch)

@@ -79,14 +79,15 @@ class FileChange:
     def _hunks(self) -> list[str] | None:
         """The diff's hunks, computed once (reviews, results and audit all show it);
         None when either side is not text."""
+        if self.line_opcodes is not None:
+            planned = self._planned_hunks(self.line_opcodes)
+            if planned is not None:
+                return planned
         old_text = display_text(self.old_bytes, self.old_text)
         new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
             return None
-        old, new = split_lines(old_text), split_lines(new_text)
-        known = self.line_opcodes
-        codes = list(known) if known and aligns(old, new, known) else None
-        return hunk_lines(old, new, codes=codes)
+        return hunk_lines(split_lines(old_text), split_lines(new_text))
 
     @functools.cached_property
     def _counts(self) -> tuple[int, int]:
@@ -97,6 +98,18 @@ class FileChange:
             elif line.startswith("-"):
                 removed += 1
         return added, removed
+
+    def _planned_hunks(self, codes: tuple[Opcode, ...]) -> list[str] | None:
+        """The hunks ``codes`` give; None unless they truly align the two texts."""
+        old_text = display_text(self.old_bytes, self.old_text)
+        new_text = display_text(self.new_bytes, self.new_text)
+        if old_text is None or new_text is None:
+            return None
+        old, new = split_lines(old_text), split_lines(new_text)
+        if not aligns(old, new, codes):
+            return None
+        hunks = unified_hunks(old, new, DIFF_CONTEXT, list(codes))
+        return [_ensure_newline(line) for line in hunks]
 
     def line_counts(self) -> tuple[int, int]:
         """(+added, -removed) lines of this change's diff."""
@@ -127,11 +140,9 @@ class FileChange:
         return [*header, f"--- {from_name}\n", f"+++ {to_name}\n", *hunks]
 
 
-def hunk_lines(
-    old: list[str], new: list[str], context: int = DIFF_CONTEXT, codes: list[Opcode] | None = None
-) -> list[str]:
+def hunk_lines(old: list[str], new: list[str], context: int = DIFF_CONTEXT) -> list[str]:
     """Unified-diff hunks of two line lists, with git's marker for a missing final newline."""
-    return [_ensure_newline(line) for line in unified_hunks(old, new, context, codes)]
+    return [_ensure_newline(line) for line in unified_hunks(old, new, context)]
 
 
 def display_text(data: bytes | None, decoded: str | None) -> str | None:

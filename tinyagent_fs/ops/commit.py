@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
-from .durable import TOGETHER_FROM, fsync_together
 
 MISSING = "missing"
 DIRECTORY = "directory"
@@ -42,12 +41,9 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     steps = [_verify(change) for change in changes]
     created_dirs: list[str] = []
     applied: list[_Step] = []
-    together = len(steps) >= TOGETHER_FROM
     try:
         for step in steps:
-            _stage(step, change_id, created_dirs, fsync=not together)
-        if together:  # every staged file durable before the first rename
-            fsync_together([step.staged for step in steps if step.staged is not None])
+            _stage(step, change_id, created_dirs)
         for step in steps:
             _apply(step, change_id)
             applied.append(step)
@@ -134,7 +130,7 @@ def _current_hash(path: str) -> str:
     return digest.hexdigest()
 
 
-def _stage(step: _Step, change_id: str, created_dirs: list[str], fsync: bool) -> None:
+def _stage(step: _Step, change_id: str, created_dirs: list[str]) -> None:
     if step.kind in ("mkdir", "rmdir"):
         return
     target = step.dest if step.kind == "move" else step.path
@@ -151,8 +147,7 @@ def _stage(step: _Step, change_id: str, created_dirs: list[str], fsync: bool) ->
         while view:
             view = view[os.write(fd, view) :]
         os.fchmod(fd, mode)
-        if fsync:
-            os.fsync(fd)
+        os.fsync(fd)
     finally:
         os.close(fd)
 
