@@ -1,7 +1,7 @@
 """apply_patch on a real multi-file patch, side by side with ``git apply``.
 
 Run: ``PYTHONPATH=. .venv/bin/python bench/bench_patch.py [--files 870] [--rounds 7]
-[--providers local linux] [--output bench/results/patch.txt] [--profile]``.
+[--providers local linux] [--output bench/results/patch.txt] [--profile [tottime]]``.
 
 The patch is ``git diff -M`` between two trees built from the standard library
 (``patch_corpus``): edits, renames, mode changes, new and deleted files, CRLF
@@ -14,7 +14,7 @@ the new tree byte for byte, modes included. ``git apply`` does not fsync;
 apply_patch does. Two plain-Python rows show what fsync itself costs here.
 
 ``--profile`` prints where one LocalProvider apply_patch spends its time
-(cProfile, by cumulative time) instead of benchmarking.
+(cProfile, by cumulative or own time) instead of benchmarking.
 """
 
 from __future__ import annotations
@@ -225,7 +225,7 @@ def header(workdir: Path, corpus: Corpus, rounds: int) -> list[str]:
     ]
 
 
-async def profile_once(corpus: Corpus) -> None:
+async def profile_once(corpus: Corpus, sort: str) -> None:
     tree = corpus.fresh_copy()
     fs = toolkit(corpus, "local", tree)
     await fs.file_exists(".")
@@ -237,7 +237,7 @@ async def profile_once(corpus: Corpus) -> None:
     if not result.ok:
         raise SystemExit(f"apply_patch failed: {result.text[:2000]}")
     corpus.check("apply_patch", tree)
-    pstats.Stats(profiler).sort_stats("cumulative").print_stats(40)
+    pstats.Stats(profiler).sort_stats(sort).print_stats(40)
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -247,7 +247,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     available = ["local"] + (["linux"] if LinuxSandboxProvider is not None else [])
     parser.add_argument("--providers", nargs="+", choices=available, default=available)
     parser.add_argument("--output", type=Path, help="also write the table here, with a header")
-    parser.add_argument("--profile", action="store_true", help="profile one local apply_patch")
+    parser.add_argument(
+        "--profile",
+        nargs="?",
+        const="cumulative",
+        choices=["cumulative", "tottime"],
+        help="instead of timing, profile one local apply_patch (sorted by this)",
+    )
     return parser.parse_args(argv)
 
 
@@ -258,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         os.environ[JOURNAL_ENV] = str(workdir / "journal")
         corpus = Corpus(workdir, args.files)
         if args.profile:
-            asyncio.run(profile_once(corpus))
+            asyncio.run(profile_once(corpus, args.profile))
             return 0
         head = header(workdir, corpus, args.rounds)
         print("\n".join(head), flush=True)
