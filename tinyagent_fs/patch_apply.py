@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from itertools import accumulate
 
 from tinyagent_fs.diff import Opcode
 from tinyagent_fs.errors import ErrorCode, ToolError
@@ -91,7 +92,7 @@ class _LineSearch:
     def __init__(self, text: str, lines: list[str]) -> None:
         self.text = text
         self.lines = lines
-        self._joined: dict[str, tuple[str, list[str]]] = {}
+        self._joined: dict[str, tuple[str, list[int]]] = {}
 
     @functools.cached_property
     def contents(self) -> list[str]:
@@ -115,11 +116,11 @@ class _LineSearch:
         """0-based starts (>= ``start``, overlapping allowed) where ``needle`` fits."""
         if not needle or start + len(needle) > len(self.lines):
             return []
-        haystack, normalized = self._normalized(stage)
+        haystack, lengths_before = self._normalized(stage)
         key = "\n" + "\n".join(stage.normalize(line) for line in needle) + "\n"
         found: list[int] = []
         line = start
-        before = start + sum(map(len, normalized[:start]))  # the "\n" ahead of line ``start``
+        before = start + lengths_before[start]  # where the "\n" ahead of line ``start`` is
         position = haystack.find(key, before)
         while position >= 0 and len(found) < MAX_CANDIDATES:
             line += haystack.count("\n", before, position)
@@ -128,11 +129,13 @@ class _LineSearch:
             position = haystack.find(key, position + 1)
         return found
 
-    def _normalized(self, stage: LineStage) -> tuple[str, list[str]]:
+    def _normalized(self, stage: LineStage) -> tuple[str, list[int]]:
+        """The normalised lines joined, and for each line the length of all before it."""
         if stage.name not in self._joined:
             exact = stage is LINE_STAGES[0]
             lines = self.contents if exact else [stage.normalize(line) for line in self.contents]
-            self._joined[stage.name] = ("\n" + "\n".join(lines) + "\n", lines)
+            lengths_before = [0, *accumulate(map(len, lines))]
+            self._joined[stage.name] = ("\n" + "\n".join(lines) + "\n", lengths_before)
         return self._joined[stage.name]
 
 
