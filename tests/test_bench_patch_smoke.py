@@ -28,6 +28,6 @@ def test_small_patch_bench_checks_results_and_writes_ratios_under_its_command(
     row = next(line for line in written if line.startswith("apply_patch, local"))
     assert re.search(r"\d+\.\d+ ms .* \d+\.\d+x$", row)
     assert any(
-        re.match(r"target apply_patch, local <= 2x git apply: .* (PASS|MISS)$", line)
+        re.match(r"target apply_patch, local <= 2x git apply \(wall\): .* (PASS|MISS)$", line)
         for line in written
     )
