@@ -143,22 +143,26 @@ def toolkit(corpus: Corpus, provider: str, tree: Path) -> FileTools:
     )
 
 
-async def time_apply_patch(corpus: Corpus, provider: str, tree: Path) -> Run:
-    """One apply_patch call; the toolkit is set up (worker started, journal checked
-    for interrupted commits) by a first call outside the timing."""
-    fs = toolkit(corpus, provider, tree)
-    try:
-        await fs.file_exists(".")
-        fs.new_round()
-        cpu_before = time.process_time() + worker_cpu(fs)
-        started = time.perf_counter()
-        result = await fs.apply_patch(corpus.patch)
-        run = Run(time.perf_counter() - started, time.process_time() + worker_cpu(fs) - cpu_before)
-    finally:
-        await fs.close()
+async def timed_apply(fs: FileTools, patch: str) -> Run:
+    """One apply_patch; the toolkit is set up (worker started, journal checked for
+    interrupted commits) by a first call outside the timing."""
+    await fs.file_exists(".")
+    fs.new_round()
+    cpu_before = time.process_time() + worker_cpu(fs)
+    started = time.perf_counter()
+    result = await fs.apply_patch(patch)
+    run = Run(time.perf_counter() - started, time.process_time() + worker_cpu(fs) - cpu_before)
     if not result.ok:
         raise SystemExit(f"apply_patch failed: {result.text[:2000]}")
     return run
+
+
+async def time_apply_patch(corpus: Corpus, provider: str, tree: Path) -> Run:
+    fs = toolkit(corpus, provider, tree)
+    try:
+        return await timed_apply(fs, corpus.patch)
+    finally:
+        await fs.close()
 
 
 async def time_plain_writes(corpus: Corpus, tree: Path, fsync: bool) -> Run:
