@@ -12,12 +12,18 @@ theirs first in odd ones), so drift on a shared machine hits both alike. Figures
 are medians; the ratio is ours / reference (below 1 means we are faster).
 Our server runs with ``--policy auto-approve`` and the budgets off, as a bulk
 client would start it.
+
+Throughput is measured twice: through the SDK client, and through a bare
+JSON-RPC client (each answer read sends the next request) on a fresh server
+process, since the SDK client spends more per call than either server does and
+caps the first figure for both.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import platform
 import shutil
@@ -41,6 +47,8 @@ LIST_ENTRIES = 1_000
 TREE_FILES = 5_000
 CONCURRENCY = 10
 BURST = 200
+RAW_BURST = 2000
+RAW_WARM_UP = 50
 WRITES = frozenset({"write new 4 KB"})
 
 
@@ -190,6 +198,55 @@ async def throughput(server: Server, root: Path) -> float:
     return BURST / (time.perf_counter() - began)
 
 
+async def raw_throughput(server: Server, root: Path) -> float:
+    """Requests per second with CONCURRENCY reads in flight from a bare JSON-RPC client."""
+    params = server.params(root)
+    process = await asyncio.create_subprocess_exec(
+        params.command,
+        *params.args,
+        env=params.env,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.DEVNULL,
+        limit=1 << 24,
+    )
+    assert process.stdin is not None and process.stdout is not None
+    tool, args = server.calls["read 4 KB"](0)
+    call = {"name": tool, "arguments": resolve(root, server, tool, args)}
+
+    def send(ident: int | None, method: str, params: dict[str, Any] | None = None) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if ident is not None:
+            message["id"] = ident
+        if params is not None:
+            message["params"] = params
+        process.stdin.write(json.dumps(message).encode() + b"\n")  # type: ignore[union-attr]
+
+    async def answer() -> None:
+        reply = json.loads(await process.stdout.readline())  # type: ignore[union-attr]
+        if "error" in reply or reply["result"].get("isError"):
+            raise RuntimeError(f"call failed: {str(reply)[:200]}")
+
+    me = {"name": "bench", "version": "1"}
+    send(0, "initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": me})
+    await process.stdout.readline()
+    send(None, "notifications/initialized")
+    for i in range(RAW_WARM_UP):
+        send(i + 1, "tools/call", call)
+        await answer()
+    began = time.perf_counter()
+    for i in range(CONCURRENCY):
+        send(RAW_WARM_UP + 1 + i, "tools/call", call)
+    for i in range(RAW_BURST):
+        await answer()
+        if i + CONCURRENCY < RAW_BURST:
+            send(RAW_WARM_UP + 1 + CONCURRENCY + i, "tools/call", call)
+    rate = RAW_BURST / (time.perf_counter() - began)
+    process.stdin.close()
+    await process.wait()
+    return rate
+
+
 async def run(rounds: int) -> list[str]:
     servers = [ours()] + ([reference()] if REFERENCE_BIN.exists() and shutil.which("node") else [])
     base = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
@@ -226,19 +283,26 @@ async def run(rounds: int) -> list[str]:
                 )
             for server in order[::-1]:  # anyio wants clients closed in reverse start order
                 add("shutdown", server.name, await stop(server))
+            for server in order:
+                add(
+                    f"req/s, {CONCURRENCY} concurrent 4 KB, raw JSON-RPC",
+                    server.name,
+                    await raw_throughput(server, roots[server.name]),
+                )
     finally:
         for server in servers[::-1]:
             await server.stack.aclose()
         shutil.rmtree(base, ignore_errors=True)
-    return report(samples, [s.name for s in servers], rounds)
+    return report(samples, [s.name for s in servers])
 
 
-def report(samples: dict[tuple[str, str], list[float]], names: list[str], rounds: int) -> list[str]:
+def report(samples: dict[tuple[str, str], list[float]], names: list[str]) -> list[str]:
     ops = list(dict.fromkeys(op for op, _ in samples))
     lines = [
-        f"# bench/bench_mcp.py --rounds {rounds}   "
-        f"({datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, "
-        f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()})",
+        f"# command: .venv/bin/python {' '.join(sys.argv)}",
+        f"# {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC, {platform.machine()}, "
+        f"{os.cpu_count()} cores, Python {platform.python_version()}, reference server "
+        + ("installed" if len(names) > 1 else "not installed (see the docstring)"),
         "# medians over rounds; times in ms; ratio = tinyagent-fs / reference (lower is better;"
         " for req/s higher is better)",
         f"{'operation':<40}"

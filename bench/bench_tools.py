@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
+import tinyagent_fs
 from tinyagent_fs import FileTools, SandboxPolicy, ToolResult
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.guard import PathGuard
@@ -306,7 +307,8 @@ async def case_guard(bench: Bench) -> list[Row | str]:
     return [Row("path guard resolve (per call)", "µs", *times, Target("< 20 µs", 20e-6))]
 
 
-CASES: dict[str, Callable[[Bench], Awaitable[list[Row | str]]]] = {
+Cases = dict[str, Callable[[Bench], Awaitable[list[Row | str]]]]
+CASES: Cases = {
     "read4k": case_read4k,
     "read1m": case_read1m,
     "write1m": case_write1m,
@@ -354,6 +356,7 @@ def header(provider: str, workdir: Path) -> list[str]:
         f"# python: {platform.python_implementation()} {platform.python_version()}",
         f"# cpus: {os.cpu_count()} (usable: {affinity})",
         f"# kernel: {platform.system()} {platform.release()} {platform.machine()}",
+        f"# package: {Path(tinyagent_fs.__file__).parent} (PYTHONPATH picks the checkout)",
         f"# provider: {provider}; audit on; undo journal on; file system: {mount_type(workdir)}",
         "# times: median (p90) of repeated runs after warm-up; raw = the same job in plain "
         "Python (rg for grep), measured in turns with the tool in the same run",
@@ -367,7 +370,7 @@ def make_provider(name: str, root: Path) -> Provider:
     return LocalProvider()
 
 
-async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
+async def run(args: argparse.Namespace, workdir: Path, cases: Cases = CASES) -> list[str]:
     """Each case gets its own root, toolkit and (through the root) undo journal, so a
     figure does not depend on which cases ran before it."""
     os.environ[JOURNAL_ENV] = str(workdir / "journal")
@@ -383,7 +386,7 @@ async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
         )
         bench = Bench(fs, fs.root, 5 if args.quick else 1, 1 if args.quick else 3)
         try:
-            rows = await CASES[name](bench)
+            rows = await cases[name](bench)
         finally:
             await fs.close()
         for row in rows:
@@ -393,22 +396,24 @@ async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
     return out
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def parse_args(
+    argv: list[str] | None, cases: Cases = CASES, doc: str = __doc__
+) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--output", type=Path, help="also write the table here, with a header")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     parser.add_argument(
         "--only",
         type=lambda text: [part.strip() for part in text.split(",") if part.strip()],
-        default=list(CASES),
-        help=f"comma-separated cases to run, of: {', '.join(CASES)}",
+        default=list(cases),
+        help=f"comma-separated cases to run, of: {', '.join(cases)}",
     )
     providers = ["local"] + (["linux"] if LinuxSandboxProvider is not None else [])
     parser.add_argument("--provider", choices=providers, default="local")
     args = parser.parse_args(argv)
-    unknown = [name for name in args.only if name not in CASES]
+    unknown = [name for name in args.only if name not in cases]
     if unknown:
-        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(CASES)}")
+        parser.error(f"unknown case(s) {', '.join(unknown)}; choose from {', '.join(cases)}")
     return args
 
 
@@ -419,13 +424,13 @@ def write_table(output: Path | None, head: list[str], rows: list[str]) -> None:
         output.write_text("\n".join([*head, *rows]) + "\n", encoding="utf-8")
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+def main(argv: list[str] | None = None, cases: Cases = CASES, doc: str = __doc__) -> int:
+    args = parse_args(argv, cases, doc)
     with tempfile.TemporaryDirectory(prefix="tinyagent-bench-") as tmp:
         workdir = Path(tmp)
         head = header(args.provider, workdir)
         print("\n".join(head), flush=True)
-        rows = asyncio.run(run(args, workdir))
+        rows = asyncio.run(run(args, workdir, cases))
     write_table(args.output, head, rows)
     return 0
 

@@ -244,6 +244,24 @@ def test_log_file_is_private_whatever_the_umask(tmp_path: Path) -> None:
     assert stat.S_IMODE(log.directory.stat().st_mode) == 0o700
 
 
+def test_a_log_directory_removed_between_calls_is_made_again_and_private(
+    tmp_path: Path,
+) -> None:
+    log = AuditLog(tmp_path / "audit")
+    log.record(_event(0))
+    (tmp_path / "audit" / "audit.jsonl").unlink()
+    (tmp_path / "audit").rmdir()
+    log.record(_event(1))
+    assert [e.message for e in log.reader().iter_events()] == ["event 1"]
+    assert stat.S_IMODE((tmp_path / "audit").stat().st_mode) == 0o700
+    assert not log.unwritten
+
+
+def test_event_json_is_the_json_of_its_dict() -> None:
+    event = _event(0, arguments={"nested": {"list": [1, (2, 3)], "none": None}}, paths=["a"])
+    assert json.loads(event.to_json()) == json.loads(json.dumps(event.to_dict()))
+
+
 def test_an_existing_readable_log_file_is_tightened(tmp_path: Path) -> None:
     path = tmp_path / "audit.jsonl"
     path.write_text("")

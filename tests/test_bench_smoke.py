@@ -1,4 +1,4 @@
-"""The tool benchmark still runs end to end; its timings are never asserted on."""
+"""The tool benchmarks still run end to end; their timings are never asserted on."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "bench_tools.py"
+INPROCESS = SCRIPT.with_name("bench_inprocess.py")
 
 
 def run_bench(*args: str) -> subprocess.CompletedProcess[str]:
@@ -40,3 +41,21 @@ def test_unknown_case_is_refused_before_anything_runs() -> None:
     assert done.returncode == 2
     assert "nosuchcase" in done.stderr
     assert "read 4 KB" not in done.stdout
+
+
+def test_in_process_bench_prints_each_row_and_the_read_breakdown(tmp_path: Path) -> None:
+    output = tmp_path / "inprocess.txt"
+    done = subprocess.run(
+        [sys.executable, str(INPROCESS), "--quick", "--provider", "local", "--output", str(output)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    written = output.read_text(encoding="utf-8").splitlines()
+    assert written[0].startswith("# command: ") and "bench_inprocess.py" in written[0]
+    for row in ("list_directory, 1,000 entries", "glob '**/*'", "read_file 4 KB", "ping"):
+        line = next(line for line in written if row in line)
+        assert re.search(r"\s\d+\.\d+x(\s|$)", line), line
+    assert any(line.strip().startswith("the rest:") for line in written)

@@ -1,14 +1,17 @@
-"""Unified hunks: applying them to the old lines gives the new lines, fast on big rewrites."""
+"""Unified hunks: applying them to the old lines gives the new lines, fast on big rewrites;
+the hunks of two texts are exactly those of their split lines."""
 
 from __future__ import annotations
 
 import re
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyagent_fs.changes import hunk_lines
-from tinyagent_fs.diff import opcodes
+from tinyagent_fs.diff import opcodes, text_hunks, unified_hunks
+from tinyagent_fs.text import split_lines
 
 HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@\n$")
 NO_NEWLINE = "\n\\ No newline at end of file\n"
@@ -64,3 +67,73 @@ def test_scattered_changes_in_a_big_file_align_on_unique_lines() -> None:
     codes = opcodes(old, new)
     equal = sum(i2 - i1 for tag, i1, i2, _, _ in codes if tag == "equal")
     assert equal == 10_000  # every unchanged line is kept, not shown as replaced
+
+
+# --- text_hunks: the same hunks, without splitting the shared start and end -----------
+
+pieces = st.sampled_from(["a", "b", "x y", "\n", "\r", "\r\n", "a\n", "b\r\n", "\n\n", "c\r"])
+texts = st.lists(pieces, max_size=24).map("".join)
+
+
+def line_hunks(old: str, new: str, context: int) -> list[str]:
+    return list(unified_hunks(split_lines(old), split_lines(new), context))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(texts, texts, st.sampled_from([0, 1, 3]))
+def test_text_hunks_equal_the_line_diff_of_any_two_texts(old: str, new: str, context: int) -> None:
+    assert list(text_hunks(old, new, context)) == line_hunks(old, new, context)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(texts, texts, texts, texts, st.sampled_from([0, 3]))
+def test_text_hunks_equal_the_line_diff_around_a_shared_middle(
+    head: str, old: str, new: str, tail: str, context: int
+) -> None:
+    """Texts that share a start and an end, cut anywhere, even inside a CRLF."""
+    before, after = head + old + tail, head + new + tail
+    assert list(text_hunks(before, after, context)) == line_hunks(before, after, context)
+
+
+BIG = [f"line {i} = compute({i * 7919 % 10007})\n" for i in range(20_000)]
+
+
+def edited(lines: list[str], at: int, remove: int, insert: list[str]) -> list[str]:
+    return lines[:at] + insert + lines[at + remove :]
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        edited(BIG, 0, 1, ["first changed\n"]),
+        edited(BIG, 10_000, 1, ["middle changed\n"]),
+        edited(BIG, 19_999, 1, ["last changed, no newline"]),
+        edited(BIG, 500, 300, []),
+        edited(BIG, 7_000, 0, [f"new {i}\n" for i in range(50)]),
+        edited(edited(BIG, 15_000, 2, ["y\n", "z\n", "w\n"]), 3, 1, ["x\n"]),
+        [line.replace("line", "LINE") if i % 1000 == 0 else line for i, line in enumerate(BIG)],
+        [line.replace("\n", "\r\n") for line in BIG],
+        [*BIG, "appended\n"],
+        BIG[1:],
+        [],
+    ],
+)
+def test_text_hunks_equal_the_line_diff_on_a_big_file(after: list[str]) -> None:
+    old, new = "".join(BIG), "".join(after)
+    assert list(text_hunks(old, new)) == line_hunks(old, new, 3)
+
+
+def test_text_hunks_of_crlf_and_cr_files_match_the_line_diff() -> None:
+    for ending in ("\r\n", "\r"):
+        lines = [line.replace("\n", ending) for line in BIG[:3000]]
+        old = "".join(lines)
+        for at in (0, 1500, 2999):
+            new = "".join(edited(lines, at, 1, [f"edited{ending}"]))
+            assert list(text_hunks(old, new)) == line_hunks(old, new, 3)
+            cut = old.replace(f"{ending}", "\n", 1)  # one ending differs from the rest
+            assert list(text_hunks(old, cut)) == line_hunks(old, cut, 3)
+
+
+def test_identical_texts_have_no_text_hunks() -> None:
+    text = "".join(BIG)
+    assert list(text_hunks(text, text)) == []

@@ -238,3 +238,11 @@ def test_bytes_outside_an_exact_edit_stay_untouched(
         return
     result = apply_edit(text, needle, new)
     assert result.text == before + new + after
+
+
+def test_a_match_after_an_earlier_skipped_occurrence_is_the_one_replaced() -> None:
+    """The first "\\nb" would split a CRLF, so the match is the second one: the text
+    is spliced there, not where the first occurrence of the same text is."""
+    result = apply_edit("a\r\nb x\nb", "\nb", "\nc")
+    assert result.text == "a\r\nb x\nc"
+    assert result.changed_lines == [(2, 3)]

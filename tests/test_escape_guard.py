@@ -21,8 +21,8 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.guard import PathGuard
 from tinyagent_fs.hooks.decision import Risk, ToolCall
 from tinyagent_fs.hooks.terminal import TerminalHook
-from tinyagent_fs.integrations.mcp_server import approval_message
-from tinyagent_fs.journal import CHANGE_ID_FORMAT, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
+from tinyagent_fs.integrations.mcp_approval import approval_message
+from tinyagent_fs.journal import ENTRY_NAME, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
 from tinyagent_fs.ops.glob_match import GlobMatcher
 from tinyagent_fs.ops.ripgrep import find_ripgrep
 from tinyagent_fs.ops.search import grep
@@ -55,6 +55,18 @@ async def test_ignore_file_negation_cannot_lift_a_policy_denial(
         assert read.error is not None and read.error.code == "DENIED_PATTERN"
     many = await fs.read_many_files([".env", "server.key", "README.md"])
     assert SECRET not in many.text and "KEYDATA" not in many.text
+
+
+async def test_anchored_denial_hides_an_entry_of_a_listed_subdirectory(
+    fs: FileTools, project: Path
+) -> None:
+    (project / "docs" / "secret.txt").write_text(SECRET)
+    (project / "docs" / "sub").mkdir()
+    (project / "docs" / "sub" / "key.txt").write_text(SECRET)
+    (project / ".tinyagentignore").write_text("/docs/secret.txt\n/docs/sub/key.txt\n")
+    listing = await fs.list_directory("docs", depth=2)
+    assert [e["path"] for e in listing.data["entries"]] == ["docs/guide.md", "docs/sub"]
+    assert "secret.txt" not in listing.text and "key.txt" not in listing.text
 
 
 @pytest.mark.parametrize("backend", ["python", "ripgrep"])
@@ -198,6 +210,15 @@ def _tree(directory: Path) -> dict[str, bytes]:
     return {str(p): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
 
+def _stored_file(journal: UndoJournal, change_id: str, name: str) -> Path:
+    """A file of ``change_id``'s entry (entry names also carry the time)."""
+    for path in journal.directory.iterdir():
+        found = ENTRY_NAME.fullmatch(path.name)
+        if found is not None and found["change_id"] == change_id:
+            return journal.directory / f"{found['stem']}.{name}"
+    raise AssertionError(f"no journal entry for {change_id}")
+
+
 def _forged_manifest(target: str, stored: str) -> str:
     entry = {
         "kind": "modify",
@@ -243,11 +264,11 @@ async def test_undo_refuses_an_unsigned_manifest_in_the_journal(
     assert fs.journal is not None
     outside = tmp_path / "outside.txt"
     outside.write_text("outside\n")
-    folder = fs.journal.directory / "aaaaaaaaaaaa"
-    folder.mkdir(parents=True)
-    (folder / "0.old").write_text("pwned\n")
+    stem = f"{time.time_ns():020d}-aaaaaaaaaaaa"
+    fs.journal.directory.mkdir(parents=True, exist_ok=True)
+    (fs.journal.directory / f"{stem}.0.old").write_text("pwned\n")
     path = target if target.startswith("/") else str(project / target)
-    (folder / "manifest.json").write_text(_forged_manifest(path, "0.old"))
+    (fs.journal.directory / f"{stem}.json").write_text(_forged_manifest(path, f"{stem}.0.old"))
     before = _tree(project)
     for result in (await fs.undo("aaaaaaaaaaaa"), await fs.undo()):
         assert not result.ok and result.error is not None
@@ -261,7 +282,7 @@ async def test_undo_refuses_a_tampered_stored_file(fs: FileTools, project: Path)
     assert fs.journal is not None
     written = await fs.write_file("README.md", "new\n")
     change_id = written.data["change_id"]
-    (fs.journal.directory / change_id / "0.old").write_text("#!/bin/sh\nevil\n")
+    _stored_file(fs.journal, change_id, "0.old").write_text("#!/bin/sh\nevil\n")
     result = await fs.undo(change_id)
     assert result.error is not None and result.error.code == "PERMISSION_DENIED"
     assert (project / "README.md").read_text() == "new\n"
@@ -281,10 +302,12 @@ async def test_undo_guards_every_manifest_path_again(
     result = await fs.undo(changeset.change_id)
     assert result.error is not None and result.error.code == "PATH_OUTSIDE_ROOT"
     assert outside.read_text() == "outside\n"
-    (project / ".env.local").write_text("A=1\n")
+    (project / ".env.local").write_text("A=2\n")
     denied = FileChange(ChangeKind.MODIFY, project / ".env.local", b"A=2\n", b"A=1\n")
     changeset = ChangeSet("write_file", (denied,), project)
     fs.journal.begin(changeset)
+    (project / ".env.new").write_text("A=1\n")  # committed as a commit does: by a rename
+    (project / ".env.new").replace(project / ".env.local")
     fs.journal.finish(changeset.change_id)
     result = await fs.undo(changeset.change_id)
     assert result.error is not None and result.error.code == "DENIED_PATTERN"
@@ -396,14 +419,16 @@ def test_case_sensitivity_is_probed_from_the_root(project: Path) -> None:
 
 def test_journal_prunes_in_batches_and_keeps_the_newest(tmp_path: Path) -> None:
     journal = UndoJournal(tmp_path / "journal")
+    root = tmp_path / "project"
     ids = []
     for index in range(KEEP_ENTRIES + PRUNE_SLACK + 2):
-        change = FileChange(ChangeKind.CREATE, tmp_path / f"f{index}", None, b"x")
-        changeset = ChangeSet("write_file", (change,), tmp_path)
+        change = FileChange(ChangeKind.CREATE, root / f"f{index}", None, b"x")
+        changeset = ChangeSet("write_file", (change,), root)
         journal.begin(changeset)
         journal.finish(changeset.change_id)
         ids.append(changeset.change_id)
-    kept = {p.name for p in journal.directory.iterdir() if CHANGE_ID_FORMAT.fullmatch(p.name)}
+    names = [ENTRY_NAME.fullmatch(p.name) for p in journal.directory.iterdir()]
+    kept = {found["change_id"] for found in names if found is not None}
     assert KEEP_ENTRIES <= len(kept) < len(ids) <= KEEP_ENTRIES + PRUNE_SLACK + 2
     assert set(ids[-len(kept) :]) == kept
     last = journal.last_undoable()

@@ -9,7 +9,9 @@ import os
 import threading
 from pathlib import Path
 
-from tinyagent_fs import FileTools
+import pytest
+
+from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.providers import LocalProvider
 
@@ -67,6 +69,7 @@ async def test_a_flipping_folder_never_lets_a_change_or_a_read_out(tmp_path: Pat
                 ("read_file", {"path": "sub/keep.txt"}),
                 ("apply_patch", {"patch": OUTSIDE_PATCH}),
                 ("apply_patch", {"patch": ADDING_PATCH.format(round_)}),
+                ("read_file", {"path": "sub/keep.txt", "tail": 1}),
             ]
             for name, args in calls:
                 result = await fs.call(name, args)
@@ -84,7 +87,45 @@ async def test_a_flipping_folder_never_lets_a_change_or_a_read_out(tmp_path: Pat
     assert outside_state(outside) == before, "something outside the root was changed"
 
 
-async def test_a_file_swapped_for_a_symlink_is_never_read_through(tmp_path: Path) -> None:
+async def test_a_flipping_folder_never_lets_a_listing_or_glob_show_what_is_outside(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    outside = tmp_path / "outside"
+    (root / "sub" / "inner").mkdir(parents=True)
+    outside.mkdir()
+    (outside / "outside-only.txt").write_bytes(OUTSIDE_SECRET)
+    (outside / "inner").mkdir()
+    (outside / "inner" / "outside-deep.txt").write_bytes(OUTSIDE_SECRET)
+    (root / "sub" / "inside.txt").write_text("inside\n")
+    stop = threading.Event()
+    flipper = threading.Thread(target=flip_forever, args=(root / "sub", outside, stop), daemon=True)
+    fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
+    shown: list[str] = []
+    flipper.start()
+    try:
+        for _ in range(ROUNDS):
+            for name, args in [
+                ("list_directory", {"path": ".", "depth": 3}),
+                ("list_directory", {"path": "sub", "depth": 2}),
+                ("glob", {"pattern": "**/*"}),
+                ("glob", {"pattern": "**/*", "path": "sub"}),
+            ]:
+                shown.append((await fs.call(name, args)).text)
+    finally:
+        stop.set()
+        flipper.join(5)
+        await fs.close()
+    assert not [text for text in shown if "outside-" in text]
+    assert any("inside.txt" in text for text in shown), "the race never let a listing through"
+
+
+@pytest.mark.parametrize(
+    "policy", [SandboxPolicy(), SandboxPolicy(window_reads_above=0)], ids=["whole", "windows"]
+)
+async def test_a_file_swapped_for_a_symlink_is_never_read_through(
+    tmp_path: Path, policy: SandboxPolicy
+) -> None:
     root = tmp_path / "root"
     outside = tmp_path / "outside"
     root.mkdir()
@@ -103,7 +144,9 @@ async def test_a_file_swapped_for_a_symlink_is_never_read_through(tmp_path: Path
             libc.renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE)
 
     swapper = threading.Thread(target=swap, daemon=True)
-    fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
+    fs = FileTools(
+        root, policy=policy, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False
+    )
     swapper.start()
     try:
         texts = [(await fs.read_file("notes.txt")).text for _ in range(400)]

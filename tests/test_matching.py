@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tinyagent_fs.edit import apply_edit
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.matching import adapt_replacement, find_matches, line_numbers
 from tinyagent_fs.tolerance import IndentShift, fold_typography, indent_shift
@@ -205,3 +207,22 @@ def test_crlf_file_matches_its_own_lf_spelling_when_unique(
     if outcome.tolerance == "line_endings":
         begin, end = outcome.spans[0]
         assert text[begin:end] == exact
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    text=st.text(alphabet="\r\n \tab", max_size=12),
+    needle=st.text(alphabet="\r\n \tab", min_size=1, max_size=6),
+)
+def test_tolerant_matching_never_fails_on_line_breaks_of_any_kind(text: str, needle: str) -> None:
+    """Lone CRs and blank runs once made the indentation stage compare lines pairwise
+    across a different number of lines (a ValueError, reported as INTERNAL_ERROR)."""
+    with contextlib.suppress(ToolError):
+        find_matches(text, needle)
+
+
+def test_a_needle_spread_over_other_line_breaks_is_not_an_internal_error() -> None:
+    try:
+        apply_edit("\r\nb\r\n  ", "\n  ", "\r")
+    except ToolError as error:
+        assert error.code is not ErrorCode.INTERNAL_ERROR

@@ -11,62 +11,16 @@ server answers ``InputRequiredResult`` and the client retries with the answer).
 from __future__ import annotations
 
 import json
-import os
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mcp import Client, StdioServerParameters, types
 
 from tinyagent_fs import __version__
-from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.cli import main
 from tinyagent_fs.tools.registry import tool_table
 from tinyagent_fs.tools.schema_export import portable_schema
 
-Answer = types.ElicitResult
-
-
-@asynccontextmanager
-async def connect(
-    root: Path,
-    audit_dir: Path,
-    policy: str,
-    *,
-    mode: str = "auto",
-    answers: list[Answer] | None = None,
-    questions: list[str] | None = None,
-    extra_args: tuple[str, ...] = (),
-) -> AsyncIterator[Client]:
-    """A client session with a fresh server; ``answers`` enables elicitation."""
-
-    async def elicit(context: Any, params: Any) -> Answer:
-        assert questions is not None and answers
-        questions.append(params.message)
-        return answers.pop(0)
-
-    server = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "tinyagent_fs", "mcp", "--root", str(root), "--policy", policy, *extra_args],
-        env={**os.environ, "TINYAGENT_FS_AUDIT_DIR": str(audit_dir)},
-    )
-    callback = elicit if answers is not None else None
-    async with Client(server, mode=mode, elicitation_callback=callback) as client:
-        yield client
-
-
-def events(audit_dir: Path) -> list[dict[str, Any]]:
-    path = AuditLog(audit_dir).path
-    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
-
-
-def error_code(result: types.CallToolResult) -> str | None:
-    error = result.structured_content.get("error")
-    return error["code"] if error else None
-
+from .mcp_sdk import Answer, connect, error_code, events
 
 OVERWRITING = {
     "write_file",
@@ -93,7 +47,7 @@ async def test_lists_every_tool_with_our_schema_and_risk_hints(
         server = client.server_info
 
     specs = tool_table()
-    assert set(listed) == set(specs)
+    assert set(listed) == {*specs, "list_allowed_directories"}
     assert (server.name, server.version) == ("tinyagent-fs", __version__)
     for name, spec in specs.items():
         assert listed[name].input_schema == portable_schema(spec.parameters)
@@ -107,6 +61,7 @@ async def test_lists_every_tool_with_our_schema_and_risk_hints(
     assert listed["create_directory"].annotations.read_only_hint is False
     assert listed["grep"].annotations.idempotent_hint is True
     assert listed["write_file"].annotations.idempotent_hint is False
+    assert listed["list_allowed_directories"].annotations.read_only_hint is True
 
 
 async def test_reads_edits_and_refuses_an_escape_all_audited(

@@ -21,7 +21,8 @@ def tree(tmp_path: Path) -> Path:
 def listing(root: Path, path: str = "", **options: Any) -> dict[str, Any]:
     arguments: dict[str, Any] = {"depth": 1, "include_hidden": False, "limit": 1000}
     arguments.update(options)
-    return list_tree(str(root), str(root / path), denied_patterns=DENIED, **arguments)
+    start = path or "."
+    return list_tree(str(root), str(root / path), start, denied_patterns=DENIED, **arguments)
 
 
 def names(result: dict[str, Any]) -> list[str]:
@@ -66,7 +67,8 @@ def test_deeper_listing_is_a_preorder_tree(tree: Path) -> None:
 
 
 def test_entries_describe_type_size_and_ignored(tree: Path) -> None:
-    entries = {e["path"]: e for e in listing(tree, depth=2, include_hidden=True)["entries"]}
+    listed = listing(tree, depth=2, include_hidden=True, sizes=True)
+    entries = {e["path"]: e for e in listed["entries"]}
     assert entries["README.md"] == {
         "path": "README.md",
         "name": "README.md",
@@ -126,12 +128,12 @@ def test_counting_stops_at_a_bound_and_says_so(tmp_path: Path) -> None:
     root.mkdir()
     for index in range(250):
         (root / f"f{index:03}").write_text("")
-    result = list_tree(str(root), str(root), 1, False, 2, [])
+    result = list_tree(str(root), str(root), ".", 1, False, 2, [])
     assert names(result) == ["f000", "f001"]
     assert result["total"] == 200
     assert result["omitted"] == 198
     assert result["omitted_is_lower_bound"] is True
-    exact = list_tree(str(root), str(root), 1, False, 3, [])
+    exact = list_tree(str(root), str(root), ".", 1, False, 3, [])
     assert exact["total"] == 250
     assert exact["omitted_is_lower_bound"] is False
 
@@ -146,3 +148,15 @@ def test_listing_a_file_or_missing_path_is_an_error(tree: Path) -> None:
     with pytest.raises(ToolError) as caught:
         listing(tree, depth=0)
     assert caught.value.code is ErrorCode.INVALID_ARGUMENT
+
+
+def test_a_directory_that_is_a_link_by_now_is_refused_not_followed(tree: Path) -> None:
+    with pytest.raises(ToolError) as caught:
+        listing(tree, "linked_src")
+    assert caught.value.code is ErrorCode.SYMLINK_ESCAPE
+    assert caught.value.security_violation
+
+
+def test_sizes_only_when_asked(tree: Path) -> None:
+    entries = listing(tree, depth=2, include_hidden=True)["entries"]
+    assert entries and not any("size" in entry for entry in entries)

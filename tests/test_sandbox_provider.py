@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -109,6 +110,18 @@ async def test_worker_is_started_once_and_reused(sandbox: Sandbox) -> None:
             "read_bytes", path=str(sandbox.root / "inside.txt"), max_bytes=9
         )
     assert sandbox.provider.worker_pid == first
+
+
+async def test_ping_is_answered_by_the_running_worker_and_changes_nothing(
+    sandbox: Sandbox,
+) -> None:
+    before = sorted(path.name for path in sandbox.root.iterdir())
+    assert await sandbox.provider.call("ping") is None
+    first = sandbox.provider.worker_pid
+    assert first is not None
+    assert await sandbox.provider.call("ping") is None
+    assert sandbox.provider.worker_pid == first
+    assert sorted(path.name for path in sandbox.root.iterdir()) == before
 
 
 async def test_worker_holds_only_its_socket_and_a_minimal_environment(sandbox: Sandbox) -> None:
@@ -214,6 +227,38 @@ async def test_stalled_worker_times_out_and_is_replaced(tmp_path: Path) -> None:
         assert not is_running(stalled)
         info = await sandbox.provider.call("stat_path", path=str(sandbox.root / "inside.txt"))
         assert info["size"] == 7
+
+
+async def test_a_handed_over_quick_call_never_waits_behind_a_call_blocked_on_the_lock(
+    tmp_path: Path,
+) -> None:
+    """A quick read whose answer is late is finished on another thread, so a call that
+    was queued on the provider's thread first and now waits for the lock cannot
+    deadlock it (it did: both sat on one thread, the lock holder behind the waiter)."""
+    async for sandbox in open_sandbox(tmp_path):
+        provider = sandbox.provider
+        await provider.call("stat_path", path=str(sandbox.root))
+        big = sandbox.root / "big.bin"
+        big.write_bytes(os.urandom(1 << 20) * 48)  # its answer starts well after the inline wait
+        loop = asyncio.get_running_loop()
+        gate = threading.Event()
+        busy = loop.run_in_executor(provider._thread(), gate.wait)
+        queued = asyncio.ensure_future(sandbox.run("echo queued"))
+        await asyncio.sleep(0)
+        quick = asyncio.ensure_future(
+            provider.call("read_bytes", path=str(big), max_bytes=big.stat().st_size)
+        )
+        await asyncio.sleep(0)
+        assert provider._lock.locked(), "the quick call did not take the inline path"
+        gate.set()
+        await busy
+        try:
+            command, data = await asyncio.wait_for(asyncio.gather(queued, quick), 20)
+        except asyncio.TimeoutError:
+            provider._lock.release()  # undo the deadlock so the test can end
+            raise AssertionError("the queued call and the quick call deadlocked") from None
+        assert command["stdout"] == "queued\n"
+        assert data == big.read_bytes()
 
 
 async def test_toolkit_process_stays_unrestricted(sandbox: Sandbox, tmp_path: Path) -> None:

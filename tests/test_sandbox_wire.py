@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import socket
 import struct
 import threading
@@ -54,9 +55,34 @@ def test_large_message_survives_partial_writes(pair: tuple[socket.socket, socket
     assert received == {"ok": [payload, payload]}
 
 
+def test_a_large_listing_without_bytes_round_trips_unchanged(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = pair
+    entries = [
+        {"path": f"d/f{i}\u00e9", "size": i, "ratio": i / 3, "ignored": i % 2 == 0, "x": None}
+        for i in range(3000)
+    ]
+    message = {"ok": {"entries": entries, "nested": [[1, "a\x00b"], {"k": ("t", 1)}]}}
+    sender = threading.Thread(target=wire.send_message, args=(left, message))
+    sender.start()
+    received = wire.recv_message(right, time.monotonic() + 10)
+    sender.join()
+    assert received == {"ok": {"entries": entries, "nested": [[1, "a\x00b"], {"k": ["t", 1]}]}}
+
+
 @pytest.mark.parametrize(
     "value",
-    [{1: "non-str key"}, {"x": object()}, {wire.BLOB_KEY: [0, 0]}, {1.5, 2.5}],
+    [
+        {1: "non-str key"},
+        {"x": object()},
+        {wire.BLOB_KEY: [0, 0]},
+        {1.5, 2.5},
+        [{"a": 1}] * 50 + [{2: "non-str key deep in a list"}],
+        {"ok": [{"a": 1}] * 50 + [{"a": [1, {wire.BLOB_KEY: 1}]}]},
+        {"ok": [{"a": 1, "b": "x"}] * 50 + [{"a": 1, "b": {"c": object()}}]},
+        [b"bytes first", {3: "then a bad key"}],
+    ],
 )
 def test_values_that_cannot_cross_are_refused(value: object) -> None:
     with pytest.raises(TypeError):
@@ -70,6 +96,8 @@ def test_values_that_cannot_cross_are_refused(value: object) -> None:
         b'{"ok": {"\\u0000b": [-1, 1]}}',
         b'{"ok": {"\\u0000b": [0, 1], "more": 1}}',
         b'{"ok": {"\\u0000b": "0"}}',
+        b'{"ok": {"\\u0000\\u0062": [0, 99]}}',
+        b'{"ok": "\xff not utf-8"}',
         b"not json",
         b"[" * 100_000,
     ],
@@ -104,3 +132,14 @@ def test_closed_peer_and_silent_peer_are_wire_errors(
     left.close()
     with pytest.raises(wire.WireError, match="closed"):
         wire.recv_message(right, time.monotonic() + 5)
+
+
+def test_a_name_that_is_not_utf8_crosses_unchanged(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = pair
+    name = os.fsdecode(b"caf\xe9.txt")
+    wire.send_message(left, {"ok": {"entries": [{"name": name}], name: b"\xe9"}})
+    received = wire.recv_message(right, time.monotonic() + 5)
+    assert received == {"ok": {"entries": [{"name": name}], name: b"\xe9"}}
+    assert os.fsencode(received["ok"]["entries"][0]["name"]) == b"caf\xe9.txt"

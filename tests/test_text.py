@@ -17,6 +17,7 @@ from tinyagent_fs.text import (
     encode_text,
     line_count,
     split_lines,
+    utf8_text_start,
 )
 
 ROUND_TRIPS = {
@@ -204,6 +205,46 @@ def test_any_bytes_are_refused_or_round_trip(data: bytes) -> None:
         assert error.code is ErrorCode.NOT_TEXT
         return
     assert encode_text(decoded.text, decoded) == data
+
+
+TEXT_STARTS = st.sampled_from(
+    [b"", codecs.BOM_UTF8, codecs.BOM_UTF16_LE, codecs.BOM_UTF32_BE, b"%PDF-", b"\x89PNG\r\n\x1a\n"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    start=TEXT_STARTS,
+    body=st.one_of(
+        st.binary(max_size=60),
+        st.text(max_size=40).map(lambda text: text.encode("utf-8", "surrogatepass")),
+        st.text(max_size=30).map(lambda text: text.encode("utf-16-le", "surrogatepass")),
+    ),
+)
+def test_the_utf8_verdict_on_a_file_start_agrees_with_decode_text(
+    start: bytes, body: bytes
+) -> None:
+    """What a window read decides from the first bytes plus a strict UTF-8 check of
+    the rest is exactly when ``decode_text`` decodes the whole file as UTF-8."""
+    data = start + body
+    text_start = utf8_text_start(data[:8192])
+    try:
+        decoded = decode_text(data)
+    except ToolError:
+        decoded = None
+    is_utf8 = decoded is not None and decoded.encoding == "utf-8"
+    rest_valid = text_start is not None and _is_utf8(data[text_start:])
+    assert rest_valid == is_utf8
+    if is_utf8:
+        assert decoded is not None and len(decoded.bom) == text_start
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tinyagent_fs import FileTools
@@ -120,3 +121,33 @@ async def test_create_directory_over_a_file_is_refused(fs: FileTools) -> None:
         "PATH_OUTSIDE_ROOT",
         "INVALID_ARGUMENT",
     )
+
+
+async def test_a_file_name_that_is_not_utf8_is_listed_found_and_read(
+    fs: FileTools, project: Path
+) -> None:
+    """Linux names are bytes: one in latin-1 crosses the sandbox wire as the
+    surrogate-escaped name Python gives it, both ways, on both providers."""
+    folder = project / "legacy"
+    folder.mkdir()
+    name = os.fsdecode(b"caf\xe9.txt")
+    (folder / name).write_bytes(b"menu\n")
+    listing = await fs.call("list_directory", {"path": "legacy"})
+    assert listing.ok, listing.text
+    assert "caf" in listing.text
+    found = await fs.call("glob", {"pattern": "legacy/*"})
+    assert found.ok and "caf" in found.text, found.text
+    read = await fs.call("read_file", {"path": f"legacy/{name}"})
+    assert read.ok, read.text
+    assert "menu" in read.text
+
+
+async def test_list_directory_shows_file_sizes_when_asked(fs: FileTools, project: Path) -> None:
+    plain = await fs.list_directory(".")
+    assert "README.md\n" in plain.text + "\n" and "bytes" not in plain.text
+    sized = await fs.list_directory(".", sizes=True)
+    size = len((project / "README.md").read_bytes())
+    assert f"README.md  ({size:,} bytes)" in sized.text
+    assert {"README.md": size}.items() <= {
+        entry["name"]: entry["size"] for entry in sized.data["entries"]
+    }.items()

@@ -8,6 +8,8 @@ from pathlib import Path
 from tinyagent_fs import FileTools
 from tinyagent_fs.hooks import Decision
 
+from .conftest import make_provider
+
 
 async def test_write_file_creates_with_parents_and_reports_it(fs: FileTools, project: Path) -> None:
     result = await fs.write_file("new/dir/a.txt", "hello\n")
@@ -136,6 +138,13 @@ async def test_stale_write_after_read_is_a_conflict(fs: FileTools, project: Path
     assert (await fs.write_file("README.md", "# Mine\n")).ok
 
 
+async def test_a_stale_view_is_reported_before_a_failed_match(fs: FileTools, project: Path) -> None:
+    await fs.read_file("README.md")
+    (project / "README.md").write_text("# Changed by someone else\n")
+    result = await fs.edit_file("README.md", "not in the file", "x")
+    assert result.error.code == "CONFLICT"
+
+
 async def test_file_changed_during_review_is_a_conflict(project: Path, audit) -> None:
     target = project / "README.md"
 
@@ -148,6 +157,26 @@ async def test_file_changed_during_review_is_a_conflict(project: Path, audit) ->
     result = await fs.edit_file("README.md", "# Sample", "# Mine")
     assert result.error.code == "CONFLICT"
     assert target.read_text() == "# edited while the person was deciding\n"
+
+
+async def test_same_size_change_during_review_is_a_conflict_with_either_provider(
+    project: Path, audit, provider_name: str
+) -> None:
+    """The commit compares the file with the planned bytes (in process) or their hash
+    (sandbox worker): a change of the same size is caught either way."""
+    target = project / "README.md"
+
+    class SlowReviewer:
+        def before_tool_execution(self, call):
+            target.write_text("# Sampl3\n")
+            return Decision.proceed("person")
+
+    provider = make_provider(provider_name, project)
+    fs = FileTools(project, provider=provider, hooks=[SlowReviewer()], audit=audit)
+    result = await fs.edit_file("README.md", "# Sample", "# Mine")
+    assert result.error.code == "CONFLICT"
+    assert target.read_text() == "# Sampl3\n"
+    await fs.close()
 
 
 async def test_edit_file_regex_with_template(fs: FileTools, project: Path) -> None:

@@ -102,8 +102,12 @@ class AuditEvent:
         return dataclasses.asdict(self)
 
     def to_json(self) -> str:
-        """One line of JSON (newlines inside strings are escaped)."""
-        return json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":"), default=str)
+        """One line of JSON (newlines inside strings are escaped).
+
+        Serialised straight from the fields: ``to_dict`` deep-copies every nested
+        value first, which costs more than the whole write of a small call's event.
+        """
+        return _event_json(dict(self.__dict__))
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> AuditEvent:
@@ -117,6 +121,10 @@ class AuditEvent:
             raise ValueError("an audit event needs string 'event_id' and 'tool' fields")
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def _event_json(fields: dict[str, Any]) -> str:
+    return json.dumps(fields, ensure_ascii=False, separators=(",", ":"), default=str)
 
 
 def summarise_arguments(args: dict[str, Any], max_chars: int = 200) -> dict[str, Any]:
@@ -220,28 +228,31 @@ class AuditLog:
 
     def record(self, event: AuditEvent) -> None:
         """Append ``event``, filling in whatever identity and time fields it left blank."""
-        event = dataclasses.replace(
-            event,
-            event_id=event.event_id or uuid.uuid4().hex,
-            timestamp=event.timestamp or utc_timestamp(),
-            session_id=event.session_id or self.session_id,
-            user=event.user or self.user,
-            conversation_id=(
-                event.conversation_id if event.conversation_id is not None else self.conversation_id
-            ),
-        )
+        fields = dict(event.__dict__)
+        fields["event_id"] = event.event_id or uuid.uuid4().hex
+        fields["timestamp"] = event.timestamp or utc_timestamp()
+        fields["session_id"] = event.session_id or self.session_id
+        fields["user"] = event.user or self.user
+        if event.conversation_id is None:
+            fields["conversation_id"] = self.conversation_id
         try:
             # A lone surrogate (an undecodable file name) can only sit inside a JSON
             # string, where backslashreplace writes it as a valid \udcXX escape.
-            line = (event.to_json() + "\n").encode("utf-8", errors="backslashreplace")
+            line = (_event_json(fields) + "\n").encode("utf-8", errors="backslashreplace")
             self._append(line)
         except (OSError, ValueError, TypeError) as exc:
-            self.unwritten.append(event)
+            self.unwritten.append(dataclasses.replace(event, **fields))
             self._warn_once(exc)
 
     def _append(self, line: bytes) -> None:
-        self._ensure_directory()
-        fd = os.open(self.path, _OPEN_FLAGS, 0o600)
+        """Open, write, close: three system calls, and the directory is only made
+        (and checked) when the open finds it missing."""
+        path = os.path.join(self.directory, AUDIT_FILE_NAME)
+        try:
+            fd = os.open(path, _OPEN_FLAGS, 0o600)
+        except FileNotFoundError:
+            self._ensure_directory()
+            fd = os.open(path, _OPEN_FLAGS, 0o600)
         try:
             if not self._mode_checked:
                 self._restrict_file(fd)

@@ -8,18 +8,17 @@ bytes. Paths are absolute and already guarded.
 from __future__ import annotations
 
 import functools
-import hashlib
 import uuid
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from .diff import Opcode, aligns, unified_hunks
+from .diff import Opcode, aligns, text_hunks, unified_hunks
+from .digest import content_hash
 from .text import split_lines
 
-MISSING = "missing"
-"""The planned-against hash of a path that must not exist at commit time."""
 DIFF_CONTEXT = 3
 DIRECTORY = "directory"
 """The planned-against hash of a path that must be a directory at commit time."""
@@ -32,13 +31,6 @@ class ChangeKind(str, Enum):
     MOVE = "move"
     MKDIR = "mkdir"
     RMDIR = "rmdir"
-
-
-def content_hash(data: bytes | None) -> str:
-    """Hash used for stale-write checks; ``MISSING`` stands for "no file"."""
-    if data is None:
-        return MISSING
-    return hashlib.sha256(data).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -87,7 +79,7 @@ class FileChange:
         new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
             return None
-        return hunk_lines(split_lines(old_text), split_lines(new_text))
+        return _marked(text_hunks(old_text, new_text, DIFF_CONTEXT))
 
     @functools.cached_property
     def _counts(self) -> tuple[int, int]:
@@ -142,7 +134,11 @@ class FileChange:
 
 def hunk_lines(old: list[str], new: list[str], context: int = DIFF_CONTEXT) -> list[str]:
     """Unified-diff hunks of two line lists, with git's marker for a missing final newline."""
-    return [_ensure_newline(line) for line in unified_hunks(old, new, context)]
+    return _marked(unified_hunks(old, new, context))
+
+
+def _marked(hunks: Iterable[str]) -> list[str]:
+    return [_ensure_newline(line) for line in hunks]
 
 
 def display_text(data: bytes | None, decoded: str | None) -> str | None:

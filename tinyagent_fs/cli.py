@@ -60,7 +60,13 @@ def _parser() -> argparse.ArgumentParser:
     tail.add_argument("--audit-dir", default=None)
     tail.add_argument("--json", action="store_true", help="one JSON object per line")
     mcp = commands.add_parser("mcp", help="serve the tools to an MCP client over stdio")
-    mcp.add_argument("--root", default=".", help="project folder (default: .)")
+    mcp.add_argument(
+        "--root",
+        action="append",
+        default=None,
+        help="a folder to serve (default: .); repeat for several: relative paths are "
+        "resolved against the first, the client's MCP roots can narrow the set",
+    )
     mcp.add_argument(
         "--policy",
         choices=POLICY_NAMES,
@@ -118,13 +124,10 @@ async def _run(fs: FileTools, tool: str, args: dict[str, Any]) -> Any:
 
 
 def _mcp(options: argparse.Namespace) -> int:
-    try:
-        from .integrations.mcp_server import main as serve
-    except ImportError as exc:
-        print(f"tinyagent-fs: {exc}; pip install 'tinyagent-fs[mcp]'", file=sys.stderr)
-        return USAGE_ERROR
+    from .integrations.mcp_run import main as serve  # only the server needs it
+
     return serve(
-        options.root,
+        options.root or ["."],
         options.policy,
         options.provider,
         options.audit_dir,

@@ -3,69 +3,68 @@
 Each ChangeSet is written here *before* it is committed (status ``pending``) and
 marked ``committed`` after. A pending entry found later means a commit was killed
 half-way: :meth:`UndoJournal.pending` hands it to recovery, which puts every file
-back as it was. The directory lives in the per-user state directory, never under
-a path the sandboxed worker may write, so nothing an agent runs can rewrite it.
+back as it was (or, when every file already holds its new state, completes it).
+The directory lives in the per-user state directory, never under a path the
+sandboxed worker may write, so nothing an agent runs can rewrite it.
+
+Layout, flat: an entry is a signed manifest ``<created ns>-<change id>.json``
+(``.pending.json`` until its commit is done) plus, per file, the old content as
+``<created ns>-<change id>.<n>.old``. Names sort by age, so a directory listing
+finds the newest entry, the interrupted ones and those to prune without reading
+any manifest, and a change costs the same with 200 entries kept as with none.
+The old content is kept by hard link to the old inode when the journal and the
+file share a file system (see ``journal_store``): a commit replaces a path by
+renaming a new file over it, so the old inode is never written again through
+that path, and linking costs microseconds where copying a large file costs a
+write and an fsync. Creating a file (an inode) is the one costly step left, so a
+change creates only its manifest, and finishing rewrites that in place.
 
 It is still not trusted blindly, because undo writes whatever an entry says:
-a ``change_id`` must have exactly the form the toolkit generates (so it cannot
-name a folder elsewhere, e.g. a manifest an agent wrote into the project), and
-every manifest carries an HMAC, under a per-journal key kept 0600 beside the
-entries, over its content and the SHA-256 of each stored old-bytes file. An
-entry that does not verify is refused, never planned from.
+see ``journal_trust`` (change id form, HMAC-signed manifests, stored bytes
+checked against their signed digest). A linked old file could still be written
+afterwards (through a descriptor someone kept open, say): its digest then no
+longer matches and undo refuses with ``StoredContentChanged`` rather than
+restore other bytes.
+
+Durability: a change of one step (one file created, modified or deleted) is
+atomic by itself, so its entry is not flushed before the commit: a power loss
+can cost the means to undo that last change, never the change's atomicity. An
+entry for several steps is flushed (its files and the journal directory) before
+the commit starts, because after a power loss recovery needs it to put a
+half-applied change back. The ``committed`` mark is never flushed: recovery
+completes a pending entry whose files all hold their new state.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
-import hmac
-import json
 import os
 import re
 import secrets
-import shutil
-import stat
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .changes import ChangeSet, content_hash
+from .changes import ChangeKind, ChangeSet, content_hash
+from .durable import FileFlush, sync_directories
 from .errors import ErrorCode, ToolError
+from .journal_store import keep_old_content, write_all, write_new_file
+from .journal_trust import ForgedEntry, ManifestSigner, check_change_id, read_stored
 
 JOURNAL_ENV = "TINYAGENT_FS_JOURNAL_DIR"
 KEEP_ENTRIES = 200
 PRUNE_SLACK = KEEP_ENTRIES // 10
-"""Entries allowed above ``KEEP_ENTRIES`` before a prune: pruning reads every
-manifest, so doing it in batches keeps a commit's journal cost flat."""
-CHANGE_ID_FORMAT = re.compile(r"[0-9a-f]{12}")
-"""What ``ChangeSet`` generates (``uuid4().hex[:12]``), and the only names accepted."""
-KEY_FILE_NAME = ".key"
-_KEY_BYTES = 32
-
-
-class ForgedEntry(ToolError):
-    """A journal entry whose HMAC or stored bytes do not verify."""
-
-    def __init__(self, change_id: str) -> None:
-        super().__init__(
-            ErrorCode.PERMISSION_DENIED,
-            f"The undo journal entry {change_id} does not verify (forged or modified); "
-            "it is not used.",
-            "Only changes made through these tools can be undone.",
-        )
-
-
-def check_change_id(change_id: object) -> str:
-    """``change_id`` if it has the generated form; INVALID_ARGUMENT otherwise."""
-    if not isinstance(change_id, str) or not CHANGE_ID_FORMAT.fullmatch(change_id):
-        shown = repr(change_id)[:40]
-        raise ToolError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"{shown} is not a change id; ids are 12 lowercase hex digits.",
-            "Take the change_id from a mutating tool's result data, or omit it for the latest.",
-        )
-    return change_id
+"""Entries allowed above ``KEEP_ENTRIES`` before a prune, so that pruning runs once
+in a while for a batch of entries rather than for one at every change."""
+ENTRY_NAME = re.compile(
+    r"(?P<stem>(?P<created>[0-9]{20})-(?P<change_id>[0-9a-f]{12}))(?P<pending>\.pending)?\.json"
+)
+"""An entry's manifest: its creation time in ns (so names sort by age), the change
+id, and ``.pending`` while its commit has not finished. The entry's other files
+are named ``<stem>.<n>.old`` and ``<stem>.<n>.dest``."""
+PENDING = ".pending"
 
 
 @dataclass(frozen=True)
@@ -104,217 +103,243 @@ def default_journal_dir(root: Path) -> Path:
 class UndoJournal:
     def __init__(self, directory: Path) -> None:
         self.directory = directory
-        self._key: bytes | None = None
+        self._signer = ManifestSigner(directory)
+        self._checked_root: Path | None = None
+        self._unfinished: dict[str, tuple[str, dict[str, Any]]] = {}
+        """Entries begun here and not yet finished: stem and manifest, so that finishing
+        one reads nothing back."""
+        self._finished_since_prune = PRUNE_SLACK  # the first finish looks at the size
 
     def begin(self, changeset: ChangeSet) -> None:
         """Keep the old bytes of every file before the commit touches any of them."""
-        folder = self.directory / check_change_id(changeset.change_id)
-        folder.mkdir(parents=True, mode=0o700, exist_ok=True)
-        files = []
-        for index, change in enumerate(changeset.changes):
-            files.append(
-                {
-                    "kind": change.kind.value,
-                    "path": str(change.path),
-                    "dest": str(change.dest) if change.dest is not None else None,
-                    "old": _store(folder, f"{index}.old", change.old_bytes),
-                    "old_sha": _sha(change.old_bytes),
-                    "dest_old": _store(folder, f"{index}.dest", change.dest_old_bytes),
-                    "dest_sha": _sha(change.dest_old_bytes),
-                    "new_hash": content_hash(change.new_bytes),
-                    "mode": change.mode,
-                }
-            )
+        change_id = check_change_id(changeset.change_id)
+        self._check_outside(changeset.root)
+        created = time.time_ns()
+        stem = f"{created:020d}-{change_id}"
+        try:
+            manifest = self._record(stem, changeset, created)
+        except BaseException:
+            self._remove_entries({stem})
+            raise
+        self._unfinished[change_id] = (stem, manifest)
+
+    def finish(self, change_id: str) -> None:
+        """Mark the entry committed: its manifest rewritten in place, then renamed."""
+        stem, manifest = self._unfinished.pop(change_id, (None, None))
+        if stem is None or manifest is None:
+            stem, manifest = self._find(check_change_id(change_id))
+        if stem is None or manifest is None:
+            return
+        manifest["status"] = "committed"
+        pending = self.directory / f"{stem}{PENDING}.json"
+        try:
+            _overwrite(pending, self._signer.signed(manifest))
+            pending.rename(self.directory / f"{stem}.json")
+        except FileNotFoundError:  # renamed already (a repaired entry): replace it whole
+            self._replace_manifest(stem, manifest)
+        self._finished_since_prune += 1
+        if self._finished_since_prune >= PRUNE_SLACK:
+            self._prune()
+
+    def abandon(self, change_id: str) -> None:
+        """The commit failed cleanly: nothing changed, nothing to keep."""
+        unfinished = self._unfinished.pop(change_id, None)
+        stem = unfinished[0] if unfinished else self._find(check_change_id(change_id), False)[0]
+        if stem is not None:
+            self._remove_entries({stem})
+
+    def mark_undone(self, change_id: str, undone_by: str) -> None:
+        stem, manifest = self._find(check_change_id(change_id))
+        if stem is not None and manifest is not None:
+            manifest["undone_by"] = undone_by
+            self._replace_manifest(stem, manifest)
+
+    def get(self, change_id: str) -> JournalEntry | None:
+        """The entry, None if there is none; a malformed id or a forged entry is an error."""
+        _, manifest = self._find(check_change_id(change_id))
+        return None if manifest is None else self._entry(manifest)
+
+    def last_undoable(self) -> JournalEntry | None:
+        """The newest committed entry not undone yet, reading manifests newest first
+        only until it is found."""
+        for found in reversed(self._manifest_names()):
+            if found["pending"]:
+                continue
+            try:
+                manifest = self._read_manifest(found.string, found["change_id"])
+            except ForgedEntry:
+                continue
+            if manifest and manifest["status"] == "committed" and not manifest.get("undone_by"):
+                return self._entry(manifest)
+        return None
+
+    def pending(self) -> list[JournalEntry]:
+        """Entries of interrupted commits, oldest first; one that does not verify is
+        skipped, not used. Only the manifests still named pending are read."""
+        entries = []
+        for found in self._manifest_names():
+            if not found["pending"]:
+                continue
+            try:
+                manifest = self._read_manifest(found.string, found["change_id"])
+                if manifest is None:
+                    continue
+                if manifest["status"] != "pending":  # finished, then killed before the rename
+                    os.rename(
+                        self.directory / found.string, self.directory / f"{found['stem']}.json"
+                    )
+                    continue
+                entries.append(self._entry(manifest))
+            except (ForgedEntry, OSError):
+                continue
+        return entries
+
+    def _record(self, stem: str, changeset: ChangeSet, created: int) -> dict[str, Any]:
+        """Store the old contents and the pending manifest; flush them unless the change
+        is one atomic step."""
+        changes = changeset.changes
+        atomic = len(changes) == 1 and changes[0].kind is not ChangeKind.MOVE
+        flush = None if atomic else FileFlush()
+
+        def keep(path: Path | None, name: str, data: bytes | None) -> str | None:
+            if path is None or data is None:
+                return None
+            keep_old_content(path, self.directory / name, data, flush)
+            return name
+
+        files = [
+            {
+                "kind": change.kind.value,
+                "path": str(change.path),
+                "dest": str(change.dest) if change.dest is not None else None,
+                "old": keep(change.path, f"{stem}.{index}.old", change.old_bytes),
+                "old_sha": _sha(change.old_bytes),
+                "dest_old": keep(change.dest, f"{stem}.{index}.dest", change.dest_old_bytes),
+                "dest_sha": _sha(change.dest_old_bytes),
+                "new_hash": content_hash(change.new_bytes),
+                "mode": change.mode,
+            }
+            for index, change in enumerate(changes)
+        ]
         manifest = {
             "change_id": changeset.change_id,
             "tool": changeset.tool,
             "status": "pending",
-            "created": time.time(),
+            "created": created / 1e9,
             "files": files,
             "undone_by": None,
         }
-        self._write_manifest(changeset.change_id, manifest)
+        write_new_file(
+            self.directory / f"{stem}{PENDING}.json", self._signer.signed(manifest), flush
+        )
+        if flush is not None:
+            flush.flush()
+            sync_directories([str(self.directory)])
+        return manifest
 
-    def finish(self, change_id: str) -> None:
-        self._update(change_id, status="committed")
-        self._prune()
+    def _check_outside(self, root: Path) -> None:
+        """Refuse to keep history inside the project: what is under the root, file tools
+        and commands may rewrite (hard links to old files included)."""
+        if root == self._checked_root:
+            return
+        self._signer.key()  # creates the directory
+        if self.directory.resolve().is_relative_to(root.resolve()):
+            raise ToolError(
+                ErrorCode.PERMISSION_DENIED,
+                f"The undo journal {self.directory} lies inside the project {root}, where "
+                "file tools and commands could rewrite it; no change is made.",
+                f"Set {JOURNAL_ENV} to a folder outside the project.",
+            )
+        self._checked_root = root
 
-    def abandon(self, change_id: str) -> None:
-        """The commit failed cleanly: nothing changed, nothing to keep."""
-        shutil.rmtree(self.directory / check_change_id(change_id), ignore_errors=True)
-
-    def mark_undone(self, change_id: str, undone_by: str) -> None:
-        self._update(change_id, undone_by=undone_by)
-
-    def get(self, change_id: str) -> JournalEntry | None:
-        """The entry, None if there is none; a malformed id or a forged entry is an error."""
-        manifest = self._read_manifest(check_change_id(change_id))
-        return None if manifest is None else _entry(self.directory / change_id, manifest)
-
-    def last_undoable(self) -> JournalEntry | None:
-        for manifest in reversed(self._manifests()):
-            if manifest["status"] == "committed" and manifest.get("undone_by") is None:
-                return _entry(self.directory / manifest["change_id"], manifest)
-        return None
-
-    def pending(self) -> list[JournalEntry]:
-        """Entries of interrupted commits; one that does not verify is skipped, not used."""
-        entries = []
-        for manifest in self._manifests():
-            if manifest["status"] == "pending":
-                try:
-                    entries.append(_entry(self.directory / manifest["change_id"], manifest))
-                except ForgedEntry:
-                    continue
-        return entries
-
-    def _manifests(self) -> list[dict[str, Any]]:
-        """Every entry's manifest (not its stored bytes), oldest first."""
-        if not self.directory.is_dir():
+    def _manifest_names(self) -> list[re.Match[str]]:
+        """The entries' manifests, oldest first (their names start with the time)."""
+        try:
+            names = os.listdir(self.directory)
+        except FileNotFoundError:
             return []
-        out = []
-        for child in self.directory.iterdir():
-            if not CHANGE_ID_FORMAT.fullmatch(child.name):
-                continue
-            try:
-                manifest = self._read_manifest(child.name)
-            except ForgedEntry:
-                continue
-            if manifest is not None:
-                out.append(manifest)
-        return sorted(out, key=lambda m: m["created"])
+        found = (ENTRY_NAME.fullmatch(name) for name in sorted(names))
+        return [match for match in found if match is not None]
 
-    def _read_manifest(self, change_id: str) -> dict[str, Any] | None:
+    def _find(self, change_id: str, read: bool = True) -> tuple[str | None, dict[str, Any] | None]:
+        """The stem of ``change_id``'s entry and (with ``read``) its verified manifest."""
+        for found in self._manifest_names():
+            if found["change_id"] == change_id:
+                manifest = self._read_manifest(found.string, change_id) if read else None
+                return found["stem"], manifest
+        return None, None
+
+    def _read_manifest(self, name: str, change_id: str) -> dict[str, Any] | None:
         """The verified manifest; None when absent, ``ForgedEntry`` when it does not verify."""
         try:
-            signed = json.loads((self.directory / change_id / "manifest.json").read_text())
+            text = (self.directory / name).read_text()
         except FileNotFoundError:
             return None
         except (OSError, ValueError) as exc:
             raise ForgedEntry(change_id) from exc
-        if not isinstance(signed, dict) or not isinstance(signed.get("manifest"), dict):
-            raise ForgedEntry(change_id)
-        manifest: dict[str, Any] = signed["manifest"]
-        expected = self._mac(manifest)
-        if not hmac.compare_digest(str(signed.get("mac", "")), expected):
-            raise ForgedEntry(change_id)
-        if manifest.get("change_id") != change_id:
-            raise ForgedEntry(change_id)
-        return manifest
+        return self._signer.verified(text, change_id)
 
-    def _mac(self, manifest: dict[str, Any]) -> str:
-        canonical = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
-        return hmac.new(self._journal_key(), canonical, hashlib.sha256).hexdigest()
-
-    def _journal_key(self) -> bytes:
-        """The per-journal secret, created 0600 on first use; a key that is not a
-        private regular file of ours is refused rather than trusted."""
-        if self._key is not None:
-            return self._key
-        self.directory.mkdir(parents=True, mode=0o700, exist_ok=True)
-        path = self.directory / KEY_FILE_NAME
-        flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-        if not path.exists():
-            # Written whole under a temporary name, then linked into place: a process
-            # killed half-way leaves no empty key, and of two racing creators one wins.
-            staged = self.directory / f"{KEY_FILE_NAME}.{secrets.token_hex(8)}"
-            fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(secrets.token_bytes(_KEY_BYTES))
-                    handle.flush()
-                    os.fsync(handle.fileno())
-                with contextlib.suppress(FileExistsError):
-                    os.link(staged, path)
-            finally:
-                staged.unlink()
-        fd = os.open(path, flags)
-        with os.fdopen(fd, "rb") as handle:
-            info = os.fstat(fd)
-            if not stat.S_ISREG(info.st_mode) or info.st_mode & 0o077:
-                raise ToolError(
-                    ErrorCode.PERMISSION_DENIED,
-                    f"The undo journal key {path} is not a private regular file.",
-                    "Remove the journal directory; undo history starts afresh.",
-                )
-            key = handle.read(_KEY_BYTES + 1)
-        if len(key) != _KEY_BYTES:
-            raise ToolError(ErrorCode.PERMISSION_DENIED, f"The undo journal key {path} is damaged.")
-        self._key = key
-        return key
-
-    def _write_manifest(self, change_id: str, manifest: dict[str, Any]) -> None:
-        folder = self.directory / change_id
-        staged = folder / "manifest.json.tmp"
-        signed = {"manifest": manifest, "mac": self._mac(manifest)}
-        with open(staged, "w", encoding="utf-8") as handle:
-            json.dump(signed, handle)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(staged, folder / "manifest.json")
-
-    def _update(self, change_id: str, **fields: Any) -> None:
-        manifest = self._read_manifest(check_change_id(change_id))
-        if manifest is not None:
-            manifest.update(fields)
-            self._write_manifest(change_id, manifest)
+    def _replace_manifest(self, stem: str, manifest: dict[str, Any]) -> None:
+        """A new version of a committed entry's manifest, renamed over the old one:
+        readers see one or the other."""
+        staged = self.directory / f"{stem}.json.{secrets.token_hex(4)}.tmp"
+        write_new_file(staged, self._signer.signed(manifest), None)
+        os.replace(staged, self.directory / f"{stem}.json")
 
     def _prune(self) -> None:
-        if sum(1 for _ in self.directory.iterdir()) <= KEEP_ENTRIES + PRUNE_SLACK + 1:
+        """Drop the oldest entries beyond ``KEEP_ENTRIES``, once there are
+        ``PRUNE_SLACK`` more: one listing every ``PRUNE_SLACK`` changes."""
+        self._finished_since_prune = 0
+        manifests = self._manifest_names()
+        if len(manifests) <= KEEP_ENTRIES + PRUNE_SLACK:
             return
-        manifests = self._manifests()
-        for manifest in manifests[: max(0, len(manifests) - KEEP_ENTRIES)]:
-            shutil.rmtree(self.directory / manifest["change_id"], ignore_errors=True)
+        self._remove_entries({found["stem"] for found in manifests[:-KEEP_ENTRIES]})
+
+    def _remove_entries(self, stems: set[str]) -> None:
+        """Every file of these entries (all their names start with the stem)."""
+        for name in os.listdir(self.directory):
+            if name.split(".", 1)[0] in stems:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(self.directory / name)
+
+    def _entry(self, manifest: dict[str, Any]) -> JournalEntry:
+        change_id = manifest["change_id"]
+
+        def load(name: str | None, digest: str | None, path: str) -> bytes | None:
+            return read_stored(self.directory, name, digest, path, change_id)
+
+        files = tuple(
+            JournalFile(
+                kind=item["kind"],
+                path=item["path"],
+                dest=item["dest"],
+                old_bytes=load(item["old"], item.get("old_sha"), item["path"]),
+                new_hash=item["new_hash"],
+                dest_old_bytes=load(
+                    item["dest_old"], item.get("dest_sha"), item["dest"] or item["path"]
+                ),
+                mode=item["mode"],
+            )
+            for item in manifest["files"]
+        )
+        return JournalEntry(
+            change_id=change_id,
+            tool=manifest["tool"],
+            status=manifest["status"],
+            created=manifest["created"],
+            files=files,
+            undone_by=manifest.get("undone_by"),
+        )
 
 
-def _store(folder: Path, name: str, data: bytes | None) -> str | None:
-    if data is None:
-        return None
-    fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    return name
+def _overwrite(path: Path, data: bytes) -> None:
+    """Rewrite an existing file in place: no new inode (creating one is the slow step)."""
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        write_all(fd, data)
+    finally:
+        os.close(fd)
 
 
 def _sha(data: bytes | None) -> str | None:
-    return None if data is None else hashlib.sha256(data).hexdigest()
-
-
-def _load(folder: Path, name: str | None, digest: str | None) -> bytes | None:
-    """Stored bytes, checked against the digest the signed manifest holds."""
-    if name is None:
-        return None
-    try:
-        fd = os.open(folder / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError as exc:
-        raise ForgedEntry(folder.name) from exc
-    with os.fdopen(fd, "rb") as handle:
-        data = handle.read() if stat.S_ISREG(os.fstat(fd).st_mode) else None
-    if data is None or digest is None or not hmac.compare_digest(_sha(data) or "", digest):
-        raise ForgedEntry(folder.name)
-    return data
-
-
-def _entry(folder: Path, manifest: dict[str, Any]) -> JournalEntry:
-    files = tuple(
-        JournalFile(
-            kind=item["kind"],
-            path=item["path"],
-            dest=item["dest"],
-            old_bytes=_load(folder, item["old"], item.get("old_sha")),
-            new_hash=item["new_hash"],
-            dest_old_bytes=_load(folder, item["dest_old"], item.get("dest_sha")),
-            mode=item["mode"],
-        )
-        for item in manifest["files"]
-    )
-    return JournalEntry(
-        change_id=manifest["change_id"],
-        tool=manifest["tool"],
-        status=manifest["status"],
-        created=manifest["created"],
-        files=files,
-        undone_by=manifest.get("undone_by"),
-    )
+    return None if data is None else content_hash(data)

@@ -151,11 +151,11 @@ def adapt_replacement(
     return "".join(out)
 
 
-def line_numbers(text: str, positions: Sequence[int]) -> list[int]:
-    """1-based line of each position (ascending), counting \\n, \\r\\n and \\r breaks."""
+def line_numbers(text: str, positions: Sequence[int], known: tuple[int, int] = (0, 1)) -> list[int]:
+    """1-based line of each position (ascending), counting \\n, \\r\\n and \\r breaks
+    from ``known``, a (position, line) at or before the first position."""
     out: list[int] = []
-    line = 1
-    previous = 0
+    previous, line = known
     for position in positions:
         line += _breaks(text, previous, position)
         out.append(line)
@@ -168,9 +168,9 @@ def _breaks(text: str, start: int, end: int) -> int:
     if end <= start:
         return 0
     count = text.count("\n", start, end)
-    returns = text.count("\r", start, end)
-    if not returns:
+    if text.find("\r", start, end) < 0:  # memchr: much cheaper than counting
         return count
+    returns = text.count("\r", start, end)
     count += returns - text.count("\r\n", start, end)
     if text[end - 1] == "\r" and text[end : end + 1] == "\n":
         count -= 1
@@ -248,6 +248,8 @@ def _tolerant_candidates(
         shift: IndentShift | None = None
         if stage >= 2:
             file_lines = [line_content(line) for line in split_lines(match.group())]
+            if len(file_lines) != len(needle_lines):
+                continue  # tolerant whitespace ran across a line break: not line for line
             shift = indent_shift(needle_lines, file_lines, first_line)
             if shift is None:
                 continue

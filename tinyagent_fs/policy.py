@@ -44,6 +44,11 @@ class SandboxPolicy:
     write_denied_patterns: tuple[str, ...] = DEFAULT_WRITE_DENIED_PATTERNS
     extra_read_dirs: tuple[Path, ...] = ()
     max_file_bytes: int = 10 * 1024 * 1024
+    window_reads_above: int = 256 * 1024
+    """read_file reads a file up to this size whole; a larger UTF-8 text file by line
+    windows: one scan counts its lines, then each call reads only its window."""
+    max_window_file_bytes: int = 1024**3
+    """Largest UTF-8 text file read_file shows by windows (others: max_file_bytes)."""
     max_path_depth: int = 64
     max_path_chars: int = 4096
     max_read_lines: int = 2000

@@ -1,341 +1,323 @@
-"""A stdio MCP server exposing the file tools: ``tinyagent-fs mcp --root DIR``.
+"""The MCP methods of ``tinyagent-fs mcp`` (started by ``mcp_run``).
 
 Every ``tools/call`` goes through ``FileTools.call``, so an MCP client gets the
 same guard, sandbox, review and audit as any other caller. Tools are announced
-with our JSON schemas and with MCP's hints derived from each tool's risk.
-
-Approval: with the risk-based policy (the default), a change is put to the person
-through the client's *elicitation* support, when the client has it. A client on
-a handshake-era protocol (2025-11-25 and earlier) is sent an
-``elicitation/create`` request in the middle of the call; a client on
-2026-07-28 is answered with an ``InputRequiredResult`` carrying the question,
-and retries the call with the answer, which is then matched to the re-planned
-change (a change that differs from what the person saw is asked about again).
-A client without elicitation gets the policy's refusal, with a hint to start
-the server with ``--policy auto-approve`` if changes should go through unasked.
+with our JSON schemas and MCP's hints derived from each tool's risk
+(``mcp_tools``); changes are put to the person through elicitation
+(``mcp_approval``); the folders served are the ``--root`` folders, narrowed by
+the client's MCP roots (``mcp_roots``). The protocol (both eras, see
+``mcp_protocol``) and the JSON-RPC transport (``mcp_wire``) are our own: the
+MCP SDK is used only as a client, by the tests.
 """
 
 from __future__ import annotations
 
 import asyncio
-import copy
-import gc
-import hashlib
-import json
 import sys
 import time
-from contextvars import ContextVar
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from typing import Any
 
-from mcp import types
-from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
-from mcp.types.version import MODERN_PROTOCOL_VERSIONS
-
 from .. import __version__
-from ..audit import AuditLog
-from ..display_safe import visible
-from ..hooks.decision import Decision, ToolCall
-from ..hooks.policies import policy_from_name
-from ..policy import SandboxPolicy
-from ..providers import make_provider
-from ..tools.facade import FileTools
+from ..audit import AuditEvent, AuditLog, summarise_arguments
+from ..errors import ErrorCode, ToolError
+from ..limits import ResourceLimiter
+from ..tools.registry import tool_table
 from ..tools.result import ToolResult
-from ..tools.schema_export import portable_schema
-from ..tools.spec import ToolSpec
-
-SERVER_NAME = "tinyagent-fs"
-USAGE_ERROR = 2
-DECIDED_BY = "mcp-elicitation"
-DIFF_CHARS = 6000
-AWAITING = "Waiting for the person to answer the approval request sent to the MCP client."
-NO_ELICITATION = (
-    "this MCP client cannot ask a person (it does not support elicitation); "
-    "start the server with --policy auto-approve to let changes through unasked"
+from .mcp_approval import CURRENT_REQUEST, ClientRequest
+from .mcp_protocol import (
+    MODERN_VERSIONS,
+    initialize_refused_on_modern,
+    modern_result,
+    negotiate,
+    opens_modern_era,
+    read_envelope,
+    supports_roots,
+)
+from .mcp_roots import ServedRoots, path_arguments
+from .mcp_tools import LIST_ROOTS_TOOL, call_result, tool_list
+from .mcp_wire import (
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    JsonRpcConnection,
+    JsonRpcError,
+    Request,
+    Work,
 )
 
-APPROVAL_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "approve": {
-            "type": "boolean",
-            "title": "Approve",
-            "description": "Let the agent make this change.",
-            "default": False,
-        },
-        "reason": {
-            "type": "string",
-            "title": "Reason",
-            "description": "Optional: what the agent is told when you do not approve.",
-        },
-    },
-    "required": ["approve"],
-}
+SERVER_NAME = "tinyagent-fs"
+BUDGET_ROUND_S = 60.0
+ROOTS_TIMEOUT_S = 10.0
+ROOTS_QUESTION = "roots"
+"""The key a 2026-07-28 client is asked for its roots under (``inputRequests``)."""
+CAPABILITIES = {"tools": {"listChanged": False}}
+SERVER_INFO = {"name": SERVER_NAME, "version": __version__}
 
 
-@dataclass
-class ClientRequest:
-    """The ``tools/call`` being served, as the approver needs to see it.
-
-    ``pending`` collects the questions a 2026-07-28 client must answer before the
-    call can go on; the server returns them as an ``InputRequiredResult``.
-    """
-
-    session: Any
-    request_id: Any
-    input_responses: dict[str, Any]
-    pending: dict[str, types.ElicitRequest] = field(default_factory=dict)
+def invalid_params(why: str) -> JsonRpcError:
+    return JsonRpcError(INVALID_PARAMS, "Invalid request parameters", why)
 
 
-_CURRENT: ContextVar[ClientRequest | None] = ContextVar("tinyagent_fs_mcp_request", default=None)
-
-
-def supports_form_elicitation(capabilities: types.ClientCapabilities | None) -> bool:
-    """An elicitation capability with neither mode named means form (the 2025-06-18 shape)."""
-    elicitation = capabilities.elicitation if capabilities is not None else None
-    if elicitation is None:
-        return False
-    return elicitation.form is not None or elicitation.url is None
-
-
-def approval_message(call: ToolCall) -> str:
-    if call.changeset is not None:
-        paths = ", ".join(call.changeset.relative_paths()) or "the project"
-        added, removed = call.changeset.line_counts()
-        diff = call.diff
-        if len(diff) > DIFF_CHARS:
-            diff = diff[:DIFF_CHARS] + f"\n[... diff cut at {DIFF_CHARS} characters]"
-        head = (
-            f"The agent wants to run {call.tool} on {visible(paths)} (+{added} -{removed} lines)."
+def instructions(roots: Sequence[str]) -> str:
+    if len(roots) == 1:
+        where = (
+            f"File tools for the project folder {roots[0]}. Paths are relative to it; "
+            "nothing outside it can be read or written."
         )
-        return f"{head}\n\n{visible(diff, keep_newlines=True)}\nApprove this change?"
-    shown = visible(
-        json.dumps(call.args, ensure_ascii=False, indent=2, default=str), keep_newlines=True
-    )
-    return f"The agent wants to run {call.tool} ({call.risk.value}) with:\n{shown}\nApprove?"
-
-
-def question_key(call: ToolCall) -> str:
-    """Names one question; a re-planned change with other content gets another name."""
-    digest = hashlib.sha256(
-        json.dumps([call.tool, call.args, call.diff], sort_keys=True, default=str).encode()
-    ).hexdigest()
-    return f"approve-{digest[:24]}"
-
-
-def decision_from_answer(answer: Any) -> Decision:
-    """An ``ElicitResult`` (or its JSON) as a hook decision."""
-    if isinstance(answer, dict):
-        action, content = answer.get("action"), answer.get("content")
     else:
-        action, content = getattr(answer, "action", None), getattr(answer, "content", None)
-    content = content if isinstance(content, dict) else {}
-    if action == "accept" and content.get("approve") is True:
-        return Decision.proceed(decided_by=DECIDED_BY)
-    reason = str(content.get("reason") or "").strip()
-    if action == "accept":
-        return Decision.deny(reason or "the person did not approve this change", DECIDED_BY)
-    if action == "decline":
-        return Decision.deny(reason or "the person declined this change", DECIDED_BY)
-    return Decision.deny("the person dismissed the approval request without deciding", DECIDED_BY)
+        where = (
+            f"File tools for the folders {', '.join(roots)}. Relative paths are resolved "
+            f"against {roots[0]}; give absolute paths for the others. Nothing outside "
+            "them can be read or written."
+        )
+    return (
+        f"{where} The client's MCP roots can narrow this (list_allowed_directories shows "
+        "what is served). Changes may need a person's approval; a denied call says why: "
+        "do not retry it unchanged."
+    )
 
 
-class ElicitationApprover:
-    """The approver a RiskBasedPolicy asks: the person behind the MCP client.
+class McpServer:
+    """The MCP methods, for one client connection in whichever era it opens.
 
-    Used only inside a ``tools/call`` this server is serving; anywhere else, or
-    for a client without elicitation, it refuses with a message saying why.
+    MCP has no turns, so the per-round budget becomes a per-minute one: it stops
+    a runaway client without locking out a long session.
     """
 
-    name = DECIDED_BY
+    def __init__(
+        self,
+        configured: Sequence[str],
+        roots: asyncio.Future[ServedRoots],
+        limiter: ResourceLimiter,
+        audit: AuditLog | None,
+    ) -> None:
+        """``roots`` may still be in the making (the sandbox probe runs meanwhile):
+        only tool calls wait for it, not the handshake or the tool list."""
+        self._roots = roots
+        self.limiter = limiter
+        self.audit = audit
+        self.specs = tool_table()
+        self.tools = tool_list(self.specs.values())
+        self.instructions = instructions(configured)
+        self.connection: JsonRpcConnection | None = None
+        self.modern: bool | None = None
+        """None until the client's first request decides the connection's era."""
+        self.accepted = False
+        """Whether the handshake-era client has initialized (requests may come before
+        notifications/initialized, as the SDK allows)."""
+        self.client_capabilities: dict[str, Any] = {}
+        self._roots_update: asyncio.Future[None] | None = None
+        self._modern_roots_known = False
+        self._round_started = time.monotonic()
 
-    async def before_tool_execution(self, call: ToolCall) -> Decision:
-        request = _CURRENT.get()
-        if request is None or not supports_form_elicitation(request.session.client_capabilities):
-            return Decision.deny(
-                f"{call.tool} needs a person's approval ({call.risk.value}); {NO_ELICITATION}",
-                decided_by=DECIDED_BY,
+    # --- dispatch ----------------------------------------------------------
+
+    def on_request(self, request: Request) -> dict[str, Any] | Work:
+        if self.modern is None:
+            self.modern = opens_modern_era(request.method, request.params)
+        if self.modern:
+            return self._modern_request(request)
+        return self._handshake_request(request)
+
+    def on_notification(self, method: str, params: dict[str, Any] | None) -> None:
+        if self.modern:
+            return  # 2026-07-28 defines no client notifications but cancellation
+        if method == "notifications/initialized":
+            self.accepted = True
+            self._refresh_roots()
+        elif method == "notifications/roots/list_changed" and self.accepted:
+            self._refresh_roots()
+
+    def _handshake_request(self, request: Request) -> dict[str, Any] | Work:
+        method, params = request.method, request.params
+        if method == "initialize":
+            return self._initialize(params)
+        if opens_modern_era(method, params):
+            raise JsonRpcError(
+                INVALID_REQUEST,
+                "this connection serves the handshake protocol era; requests carrying the "
+                "2026-07-28 envelope are not accepted on it",
             )
-        key = question_key(call)
-        if key in request.input_responses:
-            return decision_from_answer(request.input_responses[key])
-        message = approval_message(call)
-        if request.session.protocol_version in MODERN_PROTOCOL_VERSIONS:
-            request.pending[key] = types.ElicitRequest(
-                params=types.ElicitRequestFormParams(
-                    message=message, requested_schema=copy.deepcopy(APPROVAL_SCHEMA)
+        if method not in ("ping", "tools/list", "tools/call"):
+            raise JsonRpcError(METHOD_NOT_FOUND, "Method not found", method)
+        if not self.accepted and method != "ping":
+            raise invalid_params(f"{method} before initialize")
+        if method == "ping":
+            return {}
+        if method == "tools/list":
+            return {"tools": self.tools}
+        return self._tools_call(request, self.client_capabilities, modern=False)
+
+    def _modern_request(self, request: Request) -> dict[str, Any] | Work:
+        method, params = request.method, request.params
+        if method == "initialize":
+            raise initialize_refused_on_modern(params)
+        envelope = read_envelope(params)
+        if method == "server/discover":
+            discovered = {
+                "supportedVersions": list(MODERN_VERSIONS),
+                "capabilities": CAPABILITIES,
+                "instructions": self.instructions,
+            }
+            return modern_result(discovered, SERVER_INFO, cacheable=True)
+        if method == "tools/list":
+            return modern_result({"tools": self.tools}, SERVER_INFO, cacheable=True)
+        if method == "tools/call":
+            return self._tools_call(request, envelope.client_capabilities, modern=True)
+        raise JsonRpcError(METHOD_NOT_FOUND, "Method not found", method)
+
+    def _initialize(self, params: dict[str, Any] | None) -> dict[str, Any]:
+        params = params or {}
+        client = params.get("clientInfo")
+        capabilities = params.get("capabilities")
+        if not isinstance(params.get("protocolVersion"), str):
+            raise invalid_params("initialize needs protocolVersion, a string")
+        if not isinstance(capabilities, dict):
+            raise invalid_params("initialize needs capabilities, an object")
+        if not isinstance(client, dict) or not isinstance(client.get("name"), str):
+            raise invalid_params("initialize needs clientInfo with a name")
+        self.client_capabilities = capabilities
+        self.accepted = True
+        return {
+            "protocolVersion": negotiate(params["protocolVersion"]),
+            "capabilities": CAPABILITIES,
+            "serverInfo": SERVER_INFO,
+            "instructions": self.instructions,
+        }
+
+    # --- tools/call --------------------------------------------------------
+
+    def _tools_call(self, request: Request, capabilities: dict[str, Any], *, modern: bool) -> Work:
+        params = request.params or {}
+        name, arguments = params.get("name"), params.get("arguments")
+        answers = params.get("inputResponses") if modern else None
+        if not isinstance(name, str):
+            raise invalid_params("tools/call needs name, a string")
+        if arguments is not None and not isinstance(arguments, dict):
+            raise invalid_params("tools/call arguments must be an object")
+        if answers is not None and not isinstance(answers, dict):
+            raise invalid_params("tools/call inputResponses must be an object")
+        connection = self.connection
+        assert connection is not None
+
+        async def ask(method: str, question: dict[str, Any]) -> Any:
+            return await connection.request(method, question, on_behalf_of=request.id)
+
+        client = ClientRequest(capabilities, answers or {}, None if modern else ask)
+        call = self._call(name, arguments or {}, client, modern)
+        spec = self.specs.get(name)
+        # A change past review finishes atomically when cancelled; reads and commands stop.
+        return Work(call, interruptible=spec is None or spec.plan is None)
+
+    async def _call(
+        self, name: str, arguments: dict[str, Any], client: ClientRequest, modern: bool
+    ) -> dict[str, Any]:
+        if time.monotonic() - self._round_started >= BUDGET_ROUND_S:
+            self.limiter.reset()
+            self._round_started = time.monotonic()
+        roots = await asyncio.shield(self._roots)
+        if modern and supports_roots(client.client_capabilities):
+            question = self._take_modern_roots(roots, client.input_responses)
+            if question is not None:
+                return modern_result(question, SERVER_INFO)
+        elif self._roots_update is not None:
+            await asyncio.shield(self._roots_update)
+        if name == LIST_ROOTS_TOOL:
+            result = self._list_roots(roots, arguments)
+        else:
+            result = await self._run_tool(roots, name, arguments, client)
+        if client.pending:
+            return modern_result(
+                {"inputRequests": client.pending, "resultType": "input_required"}, SERVER_INFO
+            )
+        shaped = call_result(result)
+        return modern_result(shaped, SERVER_INFO) if modern else shaped
+
+    async def _run_tool(
+        self, roots: ServedRoots, name: str, arguments: dict[str, Any], client: ClientRequest
+    ) -> ToolResult:
+        try:
+            toolkit = roots.toolkit_for(name, arguments)
+        except ToolError as error:
+            message = f"Error [{error.code.value}]: {error.message}"
+            self._record(roots, name, arguments, message, error)
+            return ToolResult.failure(error)
+        token = CURRENT_REQUEST.set(client)
+        try:
+            return await toolkit.call(name, arguments)
+        except asyncio.CancelledError:  # the pipeline records only calls that end
+            self._record(roots, name, arguments, "cancelled by the client before it ended")
+            raise
+        finally:
+            CURRENT_REQUEST.reset(token)
+
+    def _list_roots(self, roots: ServedRoots, arguments: dict[str, Any]) -> ToolResult:
+        if arguments:
+            return ToolResult.failure(
+                ToolError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{LIST_ROOTS_TOOL} takes no arguments; got {', '.join(map(str, arguments))}",
+                    "call it with {}",
                 )
             )
-            return Decision.alternative(AWAITING, decided_by=DECIDED_BY)
-        if not request.session.can_send_request:
-            return Decision.deny(
-                f"{call.tool} needs a person's approval, and this connection cannot carry "
-                "the question to the client",
-                DECIDED_BY,
+        return ToolResult.success(roots.describe(), {"roots": list(roots.served)})
+
+    def _record(
+        self,
+        roots: ServedRoots,
+        name: str,
+        arguments: dict[str, Any],
+        message: str,
+        error: ToolError | None = None,
+    ) -> None:
+        """Audit a call no toolkit finished: refused before one saw it, or cancelled."""
+        if self.audit is None:
+            return
+        self.audit.record(
+            AuditEvent(
+                tool=name,
+                arguments=summarise_arguments(arguments),
+                paths=path_arguments(arguments),
+                root=roots.served[0] if roots.served else "",
+                outcome="error",
+                error_code=error.code.value if error else None,
+                security_violation=error.security_violation if error else False,
+                message=message[:200],
+                provider=roots.toolkits[0].provider.name,
             )
-        try:
-            answer = await request.session.elicit_form(
-                message, copy.deepcopy(APPROVAL_SCHEMA), related_request_id=request.request_id
-            )
-        except Exception as exc:  # the client failed to ask: nobody approved
-            return Decision.deny(
-                f"the approval request failed ({type(exc).__name__}: {exc})", DECIDED_BY
-            )
-        return decision_from_answer(answer)
-
-
-ADDS_ONLY = frozenset({"create_directory"})
-"""Changing tools that can only add: everything else that changes may overwrite or remove."""
-
-RESULT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "ok": {"type": "boolean", "description": "Whether the call did what was asked."},
-        "data": {"type": "object", "description": "The tool's result for programs."},
-        "error": {
-            "type": "object",
-            "description": "Present only when ok is false.",
-            "properties": {
-                "code": {"type": "string"},
-                "message": {"type": "string"},
-                "hint": {"type": "string"},
-                "security_violation": {"type": "boolean"},
-            },
-            "required": ["code", "message"],
-        },
-    },
-    "required": ["ok", "data"],
-}
-
-
-def tool_annotations(spec: ToolSpec) -> types.ToolAnnotations:
-    """MCP's hints: a client that trusts them must never auto-run something that overwrites."""
-    return types.ToolAnnotations(
-        title=spec.title,
-        read_only_hint=spec.read_only,
-        destructive_hint=not spec.read_only and spec.name not in ADDS_ONLY,
-        idempotent_hint=spec.idempotent,
-        open_world_hint=False,
-    )
-
-
-def mcp_tool(spec: ToolSpec) -> types.Tool:
-    return types.Tool(
-        name=spec.name,
-        title=spec.title,
-        description=spec.description,
-        input_schema=portable_schema(spec.parameters),
-        output_schema=copy.deepcopy(RESULT_SCHEMA),
-        annotations=tool_annotations(spec),
-    )
-
-
-def call_result(result: ToolResult) -> types.CallToolResult:
-    """``text`` for the model; ok, data and (on failure) error for programs, per RESULT_SCHEMA."""
-    structured: dict[str, Any] = {"ok": result.ok, "data": result.data}
-    if result.error is not None:
-        structured["error"] = result.error.to_dict()
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=result.text)],
-        structured_content=structured,
-        is_error=not result.ok,
-    )
-
-
-BUDGET_ROUND_S = 60.0
-
-
-def build_server(fs: FileTools) -> Server[Any]:
-    """A low-level MCP server whose tools are ``fs``'s tools.
-
-    MCP has no turns, so the per-round budget becomes a per-minute one: it stops a
-    runaway client without locking out a long session.
-    """
-    tools = [mcp_tool(spec) for spec in fs.tools.values()]
-    round_started = time.monotonic()
-
-    async def list_tools(
-        ctx: Any, params: types.PaginatedRequestParams | None
-    ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=tools)
-
-    async def call_tool(
-        ctx: Any, params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
-        nonlocal round_started
-        if time.monotonic() - round_started >= BUDGET_ROUND_S:
-            fs.new_round()
-            round_started = time.monotonic()
-        request = ClientRequest(ctx.session, ctx.request_id, dict(params.input_responses or {}))
-        token = _CURRENT.set(request)
-        try:
-            result = await fs.call(params.name, params.arguments or {})
-        finally:
-            _CURRENT.reset(token)
-        if request.pending:
-            return types.InputRequiredResult(input_requests=dict(request.pending))
-        return call_result(result)
-
-    return Server(
-        SERVER_NAME,
-        version=__version__,
-        instructions=(
-            f"File tools for the project folder {fs.root}. Paths are relative to it; "
-            "nothing outside it can be read or written. Changes may need a person's "
-            "approval; a denied call says why: do not retry it unchanged."
-        ),
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-    )
-
-
-async def serve_stdio(fs: FileTools) -> None:
-    """Serve ``fs`` over stdin/stdout until the client closes the connection."""
-    server = build_server(fs)
-    try:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
-    finally:
-        await fs.close()
-
-
-def main(
-    root: str,
-    policy: str | None = None,
-    provider: str = "auto",
-    audit_dir: str | None = None,
-    *,
-    max_requests_per_minute: int = SandboxPolicy.max_requests_per_round,
-    max_bytes_per_minute: int = SandboxPolicy.max_bytes_per_round,
-) -> int:
-    """What ``tinyagent-fs mcp`` runs: build the toolkit, then serve it until stdin closes.
-
-    The per-minute budgets (0 = off) are the toolkit's per-round ones, since the
-    server starts a new round every minute.
-    """
-    if max_requests_per_minute < 0 or max_bytes_per_minute < 0:
-        print("tinyagent-fs mcp: per-minute limits must be 0 (off) or more", file=sys.stderr)
-        return USAGE_ERROR
-    try:
-        hook = policy_from_name(policy, approver=ElicitationApprover())
-        limits = SandboxPolicy(
-            max_requests_per_round=max_requests_per_minute,
-            max_bytes_per_round=max_bytes_per_minute,
         )
-        fs = FileTools(
-            root,
-            limits,
-            provider=make_provider(provider, root, limits),
-            hooks=[hook],
-            audit=AuditLog(audit_dir),
-        )
-    except Exception as exc:  # a bad root, policy or provider: say so and stop
-        print(f"tinyagent-fs mcp: {exc}", file=sys.stderr)
-        return USAGE_ERROR
-    # Everything imported so far lives until exit: freezing it keeps the collector
-    # from walking the SDK's objects on every pass and at interpreter shutdown,
-    # which took ~250 ms of each client's disconnect (bench/bench_mcp.py).
-    gc.freeze()
-    asyncio.run(serve_stdio(fs))
-    return 0
+
+    # --- roots -------------------------------------------------------------
+
+    def _refresh_roots(self) -> None:
+        """Ask a client that has roots for them; calls wait until the answer is in."""
+        if supports_roots(self.client_capabilities) and self.connection is not None:
+            self._roots_update = asyncio.ensure_future(self._fetch_roots(self.connection))
+
+    async def _fetch_roots(self, connection: JsonRpcConnection) -> None:
+        try:
+            answer = await asyncio.wait_for(connection.request("roots/list"), ROOTS_TIMEOUT_S)
+        except (JsonRpcError, asyncio.TimeoutError) as exc:
+            print(f"tinyagent-fs mcp: the client's roots are unknown ({exc})", file=sys.stderr)
+            return
+        self._apply_roots(await asyncio.shield(self._roots), answer)
+
+    def _take_modern_roots(
+        self, roots: ServedRoots, answers: dict[str, Any]
+    ) -> dict[str, Any] | None:
+        """Apply a roots answer, or return the question when none was ever given."""
+        if ROOTS_QUESTION in answers:
+            self._apply_roots(roots, answers[ROOTS_QUESTION])
+            self._modern_roots_known = True
+        if self._modern_roots_known:
+            return None
+        question = {"method": "roots/list"}
+        return {"inputRequests": {ROOTS_QUESTION: question}, "resultType": "input_required"}
+
+    def _apply_roots(self, roots: ServedRoots, answer: Any) -> None:
+        listed = answer.get("roots") if isinstance(answer, dict) else None
+        if not isinstance(listed, list):
+            print("tinyagent-fs mcp: the client's roots answer has no list", file=sys.stderr)
+            return
+        roots.narrow_to([r.get("uri") for r in listed if isinstance(r, dict)])

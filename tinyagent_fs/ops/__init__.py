@@ -10,10 +10,18 @@ from .commit import commit_changes, recover_commit
 from .files import read_bytes, read_files, stat_path, walk_all
 from .listing import list_tree
 from .search import glob_files, grep
+from .window import read_window
+
+
+def ping() -> None:
+    """Do nothing: one request and its answer cost what every primitive pays on top of
+    its own work (the floor of a provider hop, for benchmarks and health checks)."""
+
 
 OPERATIONS: dict[str, Callable[..., Any]] = {
     "read_bytes": read_bytes,
     "read_files": read_files,
+    "read_window": read_window,
     "stat_path": stat_path,
     "walk_all": walk_all,
     "list_tree": list_tree,
@@ -22,4 +30,5 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "commit_changes": commit_changes,
     "recover_commit": recover_commit,
     "run_command": run_command,
+    "ping": ping,
 }

@@ -1,16 +1,19 @@
 """Commit a ChangeSet: every file or none, each write atomic and durable.
 
 The sequence is: check every planned hash (a mismatch is a CONFLICT and nothing
-is touched); stage new contents in temp siblings (written, fsynced); move old
-files aside as hard-linked backups; rename the staged files into place; fsync the
-directories; drop the backups. A failure at any step restores the backups. Temp
-and backup names carry the change id, so a commit killed half-way can be found
-and rolled back by :func:`recover_commit`.
+is touched); stage new contents in temp siblings and make them durable (one
+fsync each, or one syncfs for a large batch: see ``durable``); move old files
+aside as hard-linked backups; rename the staged files into place; make the
+directories durable (once each); drop the backups. A failure at any step
+restores the backups. Temp and backup names carry the change id, so a commit
+killed half-way can be found and rolled back (or, once every file is in its new
+state, completed) by :func:`recover_commit`.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import shutil
@@ -18,11 +21,13 @@ import stat as stat_module
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..durable import FileFlush, sync_directories
 from ..errors import ErrorCode, ToolError
 
 MISSING = "missing"
 DIRECTORY = "directory"
 TEMP_MARK = ".tafs-"
+COMPARE_BLOCK = 256 * 1024
 
 
 @dataclass
@@ -42,8 +47,10 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     created_dirs: list[str] = []
     applied: list[_Step] = []
     try:
+        flush = FileFlush()
         for step in steps:
-            _stage(step, change_id, created_dirs)
+            _stage(step, change_id, created_dirs, flush)
+        flush.flush()  # new contents durable before any rename
         for step in steps:
             _apply(step, change_id)
             applied.append(step)
@@ -54,7 +61,8 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     # Neither step can undo the change any more, so a failure in them is not a
     # failed commit; a backup that cannot be removed is retried once and then
     # reported, never left for recovery to "restore" over the committed file.
-    _sync_parents(steps)
+    with contextlib.suppress(OSError):
+        sync_directories(_touched_directories(steps, created_dirs))
     leftovers = [backup for step in steps for _, backup in step.backups if not _dropped(backup)]
     report: dict[str, Any] = {
         "bytes_written": sum(len(step.new_bytes or b"") for step in steps),
@@ -65,11 +73,13 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     return report
 
 
-def recover_commit(change_id: str, directories: list[str]) -> list[str]:
+def recover_commit(change_id: str, directories: list[str], keep_new: bool = False) -> list[str]:
     """Restore backups and drop temp files a killed commit left in ``directories``.
 
     Returns the paths restored. Backups are hard links of the old files, so
-    restoring is a rename: every file ends up exactly old or exactly new.
+    restoring is a rename: every file ends up exactly old or exactly new. With
+    ``keep_new`` (every file already holds its new state: the commit was killed
+    while cleaning up) the backups are dropped instead.
     """
     restored: list[str] = []
     marker = f"{TEMP_MARK}{change_id}"
@@ -82,7 +92,7 @@ def recover_commit(change_id: str, directories: list[str]) -> list[str]:
             if marker not in name:
                 continue
             full = os.path.join(directory, name)
-            if name.endswith(".bak"):
+            if name.endswith(".bak") and not keep_new:
                 original = os.path.join(directory, name[1 : name.index(marker)])
                 os.replace(full, original)
                 if os.path.lexists(full):  # both names were one inode: rename did nothing
@@ -96,22 +106,50 @@ def recover_commit(change_id: str, directories: list[str]) -> list[str]:
 def _verify(change: dict[str, Any]) -> _Step:
     kind = change["kind"]
     path = change["path"]
-    _check_hash(path, change["expected_hash"])
+    _check_unchanged(path, change["expected_hash"], change.get("expected_bytes"))
     dest = change.get("dest")
     if dest is not None:
-        _check_hash(dest, change["dest_expected_hash"])
+        _check_unchanged(dest, change["dest_expected_hash"], change.get("dest_expected_bytes"))
     return _Step(kind, path, dest, change.get("new_bytes"), change.get("mode"))
 
 
-def _check_hash(path: str, expected: str) -> None:
-    actual = _current_hash(path)
-    if actual != expected:
+def _check_unchanged(path: str, expected: str, expected_bytes: bytes | None) -> None:
+    """CONFLICT unless ``path`` still is what the change was planned against. An
+    in-process caller also passes the planned bytes: comparing them costs a read,
+    where hashing 5 MB again costs 3 ms more."""
+    if expected_bytes is not None:
+        same = _holds(path, expected_bytes)
+    else:
+        same = _current_hash(path) == expected
+    if not same:
         raise ToolError(
             ErrorCode.CONFLICT,
             f"{path} changed on disk since the change was planned",
             "read the file again and redo the change against its current content",
             details={"path": path},
         )
+
+
+def _holds(path: str, expected: bytes) -> bool:
+    """Whether ``path`` is a regular file (not a link to one) holding ``expected``."""
+    flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
+            return False
+        raise
+    with os.fdopen(fd, "rb", buffering=0) as handle:
+        info = os.fstat(fd)
+        if not stat_module.S_ISREG(info.st_mode) or info.st_size != len(expected):
+            return False
+        block = bytearray(COMPARE_BLOCK)  # compared block by block: no second copy of a big file
+        view, offset = memoryview(block), 0
+        while size := handle.readinto(block):
+            if not expected.startswith(view[:size], offset):
+                return False
+            offset += size
+        return offset == len(expected)
 
 
 def _current_hash(path: str) -> str:
@@ -123,6 +161,8 @@ def _current_hash(path: str) -> str:
         return DIRECTORY
     if stat_module.S_ISLNK(info.st_mode):
         return "symlink:" + os.readlink(path)
+    if not stat_module.S_ISREG(info.st_mode):
+        return "special"  # a FIFO or device: never what a plan read, never opened
     digest = hashlib.sha256()
     with open(path, "rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
@@ -130,11 +170,16 @@ def _current_hash(path: str) -> str:
     return digest.hexdigest()
 
 
-def _stage(step: _Step, change_id: str, created_dirs: list[str]) -> None:
-    if step.kind in ("mkdir", "rmdir"):
-        return
-    target = step.dest if step.kind == "move" else step.path
-    if step.new_bytes is None or target is None:
+def _target(step: _Step) -> str | None:
+    """The path that gets new content (None: the step writes no file)."""
+    if step.kind in ("mkdir", "rmdir") or step.new_bytes is None:
+        return None
+    return step.dest if step.kind == "move" else step.path
+
+
+def _stage(step: _Step, change_id: str, created_dirs: list[str], flush: FileFlush) -> None:
+    target = _target(step)
+    if target is None or step.new_bytes is None:
         return
     parent = os.path.dirname(target)
     _make_parents(parent, created_dirs)
@@ -147,7 +192,7 @@ def _stage(step: _Step, change_id: str, created_dirs: list[str]) -> None:
         while view:
             view = view[os.write(fd, view) :]
         os.fchmod(fd, mode)
-        os.fsync(fd)
+        flush.written(fd, staged)
     finally:
         os.close(fd)
 
@@ -251,13 +296,7 @@ def _remove(path: str) -> None:
             os.unlink(path)
 
 
-def _sync_parents(steps: list[_Step]) -> None:
-    parents = {os.path.dirname(s.path) for s in steps}
-    parents |= {os.path.dirname(s.dest) for s in steps if s.dest}
-    for parent in parents:
-        with contextlib.suppress(OSError):
-            fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+def _touched_directories(steps: list[_Step], created_dirs: list[str]) -> list[str]:
+    """Every directory whose entries the commit changed."""
+    paths = [step.path for step in steps] + [step.dest for step in steps if step.dest]
+    return [os.path.dirname(path) for path in [*paths, *created_dirs]]

@@ -16,8 +16,20 @@ def read_bytes(path: str, max_bytes: int) -> bytes:
     The size is checked on the open descriptor, so a file swapped between the
     check and the read cannot slip a larger body through.
     """
+    fd, info = open_regular(path)
     try:
-        # O_NOFOLLOW: the guard resolved every link, so a link here was swapped in since.
+        return read_open(fd, path, info, max_bytes)
+    finally:
+        os.close(fd)
+
+
+def open_regular(path: str) -> tuple[int, os.stat_result]:
+    """A read descriptor and its stat, for a regular file only; the caller closes it.
+
+    O_NOFOLLOW: the guard resolved every link, so a link here was swapped in
+    since. O_NONBLOCK: a FIFO planted in the root is refused, never waited on.
+    """
+    try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
     except FileNotFoundError:
         raise ToolError(
@@ -48,22 +60,37 @@ def read_bytes(path: str, max_bytes: int) -> bytes:
                 f"{path} is not a regular file",
                 "only regular files can be read",
             )
-        if info.st_size > max_bytes:
-            raise _too_large(path, info.st_size, max_bytes)
-        chunks = []
-        remaining = max_bytes + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-        if len(data) > max_bytes:
-            raise _too_large(path, len(data), max_bytes)
-        return data
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    return fd, info
+
+
+def read_open(fd: int, path: str, info: os.stat_result, max_bytes: int) -> bytes:
+    """Everything ``fd`` holds, refusing more than ``max_bytes`` (checked before and after)."""
+    if info.st_size > max_bytes:
+        raise too_large(path, info.st_size, max_bytes)
+    chunks = []
+    remaining = max_bytes + 1
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    data = b"".join(chunks)
+    if len(data) > max_bytes:
+        raise too_large(path, len(data), max_bytes)
+    return data
+
+
+def file_identity(info: os.stat_result) -> str:
+    """Which file, at which version: any write changes the size or the change time.
+
+    Used where hashing the whole file would cost more than the job (a window of
+    a large file); ``ops.line_index`` says when a change time can be trusted.
+    """
+    return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
 
 
 def read_files(paths: list[str], max_bytes: int) -> list[bytes | None]:
@@ -102,6 +129,7 @@ def stat_path(path: str) -> dict[str, Any] | None:
         "mode": stat_module.S_IMODE(info.st_mode),
         "permissions": stat_module.filemode(info.st_mode),
         "target": os.readlink(path) if kind == "symlink" else None,
+        "identity": file_identity(info),
     }
 
 
@@ -123,7 +151,7 @@ def _is_directory(path: str) -> ToolError:
     )
 
 
-def _too_large(path: str, size: int, limit: int) -> ToolError:
+def too_large(path: str, size: int, limit: int) -> ToolError:
     return ToolError(
         ErrorCode.TOO_LARGE,
         f"{path} is {size} bytes, over the {limit}-byte limit",

@@ -10,6 +10,8 @@ directory, so building the rules costs two small reads.
 
 from __future__ import annotations
 
+import functools
+import operator
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -91,16 +93,26 @@ class RuleSet:
             (matcher, line.negated, line.dir_only)
             for matcher, line in reversed(list(zip(matchers, self.lines, strict=True)))
         ]
-        # One combined regex answers the common "no line matches" in one call; it is
-        # only safe when no line needed the linear-time matcher.
-        self._any = None
-        if matchers and not any(matcher.linear for matcher in matchers):
-            any_source = "|".join(f"(?:{matcher.source})" for matcher in matchers)
-            self._any = re.compile(any_source, re.DOTALL)
+        self.has_negation = any(line.negated for line in self.lines)
+        # A screen per kind of path answers the common "no line matches" in one or two
+        # regex calls (a file is never matched by a directory-only line); it is only
+        # safe when no line needed the linear-time matcher.
+        self.screenable = not any(matcher.linear for matcher in matchers)
+        self.screen_lines = {
+            is_dir: [
+                (line, matcher)
+                for matcher, line in zip(matchers, self.lines, strict=True)
+                if is_dir or not line.dir_only
+            ]
+            for is_dir in (False, True)
+        }
+        self._screens = {is_dir: Screen(self.screen_lines[is_dir]) for is_dir in (False, True)}
 
     def decide(self, rel_path: str, is_dir: bool) -> bool | None:
         """True when ignored, False when re-included by ``!``, None when no line matches."""
-        if not self._rules or (self._any is not None and self._any.fullmatch(rel_path) is None):
+        if not self._rules:
+            return None
+        if self.screenable and not self._screens[is_dir].matches(rel_path):
             return None
         for matcher, negated, dir_only in self._rules:
             if dir_only and not is_dir:
@@ -109,9 +121,61 @@ class RuleSet:
                 return not negated
         return None
 
-    @property
-    def has_negation(self) -> bool:
-        return any(line.negated for line in self.lines)
+
+class Screen:
+    """Whether any of some ignore lines matches a path, in at most two regex calls.
+
+    A line without ``/`` matches a path exactly when it matches the path's last
+    name (its regex is ``(?:.*/)?`` and then a body that never matches ``/``), so
+    those lines are tried against the name alone: the regex engine then does not
+    try every ``/`` of the path for each of them.
+    """
+
+    def __init__(self, lines: Iterable[tuple[IgnoreLine, GlobMatcher]]) -> None:
+        names: list[str] = []
+        paths: list[str] = []
+        for line, matcher in lines:
+            if line.anchored:
+                paths.append(matcher.source)
+            else:
+                names.append(matcher.source.removeprefix(DIRS))
+        self._names = _alternation(names)
+        self._paths = _alternation(paths)
+
+    def matches(self, rel_path: str) -> bool:
+        if self._names is not None and self._names.fullmatch(rel_path.rpartition("/")[2]):
+            return True
+        return self._paths is not None and self._paths.fullmatch(rel_path) is not None
+
+
+def _alternation(sources: list[str]) -> re.Pattern[str] | None:
+    if not sources:
+        return None
+    return re.compile("|".join(f"(?:{source})" for source in sources), re.DOTALL)
+
+
+_COMPILED_MAX_SETS = 64
+_COMPILED_MAX_CHARS = 64 * 1024
+"""Rule sets kept compiled by content; larger ignore files are compiled on every use."""
+
+
+def compiled_rules(lines: Iterable[str], source: str, *, strict: bool = False) -> RuleSet:
+    """The ``RuleSet`` of these lines, compiled once per process while they stay the same.
+
+    Keyed by the lines themselves, not a file's stat signature: an ignore file a
+    command rewrites within one timestamp tick is still seen as it is now. A
+    ``RuleSet`` never changes after it is built, so sharing one (across threads
+    too) is safe.
+    """
+    key = tuple(lines)
+    if sum(map(len, key)) > _COMPILED_MAX_CHARS:
+        return RuleSet(key, source, strict=strict)
+    return _cached_rules(source, strict, key)
+
+
+@functools.lru_cache(maxsize=_COMPILED_MAX_SETS)
+def _cached_rules(source: str, strict: bool, lines: tuple[str, ...]) -> RuleSet:
+    return RuleSet(lines, source, strict=strict)
 
 
 def _gitignore_lines(path: str) -> list[str] | None:
@@ -152,14 +216,28 @@ class IgnoreRules:
     def __init__(self, root: str, denied_patterns: Iterable[str]) -> None:
         self.root = root
         self.denial_sets = (
-            RuleSet(denied_patterns, "the sandbox policy", strict=True),
-            RuleSet(_denial_lines(root), IGNORE_FILE_NAME, strict=True),
+            compiled_rules(denied_patterns, "the sandbox policy", strict=True),
+            compiled_rules(_denial_lines(root), IGNORE_FILE_NAME, strict=True),
         )
         self._gitignores: dict[str, RuleSet | None] = {}
         self._chains: dict[str, list[tuple[int, RuleSet]]] = {}
+        # Without a '!' line in either set, "denied" is "some line matches": one
+        # regex over both sets answers it per path.
+        self._fused = all(s.screenable and not s.has_negation for s in self.denial_sets)
+        self._denial_screens = {
+            is_dir: Screen(line for s in self.denial_sets for line in s.screen_lines[is_dir])
+            for is_dir in (False, True)
+        }
 
     def is_denied(self, rel_path: str, is_dir: bool) -> bool:
+        if self._fused:
+            return self._denial_screens[is_dir].matches(rel_path)
         return any(rules.decide(rel_path, is_dir) is True for rules in self.denial_sets)
+
+    def gitignores_apply(self, rel_dir: str) -> bool:
+        """Whether any ``.gitignore`` speaks for the entries of ``rel_dir``; when none
+        does, a walk skips asking about each entry."""
+        return bool(self._chain(rel_dir))
 
     def is_gitignored(self, rel_path: str, is_dir: bool) -> bool:
         """Deepest ``.gitignore`` with a matching line decides, as in git."""
@@ -202,7 +280,7 @@ class IgnoreRules:
     def _load(self, rel_dir: str) -> RuleSet | None:
         if rel_dir not in self._gitignores:
             lines = _gitignore_lines(os.path.join(self.root, rel_dir, GITIGNORE_NAME))
-            self._gitignores[rel_dir] = RuleSet(lines, GITIGNORE_NAME) if lines else None
+            self._gitignores[rel_dir] = compiled_rules(lines, GITIGNORE_NAME) if lines else None
         return self._gitignores[rel_dir]
 
     def _chain(self, rel_dir: str) -> list[tuple[int, RuleSet]]:
@@ -225,22 +303,81 @@ def walk_files(
     root: str, start_rel: str, rules: IgnoreRules, max_depth: int | None = None
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """Regular files below ``start_rel`` in tree order (names sorted per directory,
-    children right after their parent), skipping ignored paths and every symlink."""
+    children right after their parent), skipping ignored paths and every symlink.
+
+    Each directory is read through a descriptor opened beneath its parent without
+    following links, so an entry's ``stat()`` (valid while the walk is on its
+    directory) resolves one name, not the whole path. Kinds come from the
+    entries themselves (``d_type``), and ``.gitignore`` files are asked only in
+    directories where one applies.
+    """
     directory = os.path.join(root, start_rel) if start_rel else root
     try:
-        with os.scandir(directory) as scan:
-            entries = sorted(scan, key=lambda entry: entry.name)
+        # No link at the start either: the caller's path was resolved, so one is new.
+        fd = os.open(directory, DIRECTORY_FLAGS | os.O_NOFOLLOW)
     except OSError:
         return
-    prefix = start_rel + "/" if start_rel else ""
+    try:
+        yield from _walk_directory(fd, start_rel, rules, max_depth)
+    finally:
+        os.close(fd)
+
+
+def _walk_directory(
+    fd: int, rel_dir: str, rules: IgnoreRules, max_depth: int | None
+) -> Iterator[tuple[str, os.DirEntry[str]]]:
+    entries = sorted_entries(fd)
+    prefix = rel_dir + "/" if rel_dir else ""
+    descend = max_depth is None or max_depth > 1
+    deeper = None if max_depth is None else max_depth - 1
+    is_denied = rules.is_denied
+    gitignores = rules.gitignores_apply(rel_dir)
     for entry in entries:
-        rel = prefix + entry.name
+        name = entry.name
         try:
             if entry.is_dir(follow_symlinks=False):
-                if (max_depth is None or max_depth > 1) and not rules.is_ignored(rel, True):
-                    deeper = None if max_depth is None else max_depth - 1
-                    yield from walk_files(root, rel, rules, deeper)
-            elif entry.is_file(follow_symlinks=False) and not rules.is_ignored(rel, False):
-                yield rel, entry
+                if not descend:
+                    continue
+                is_dir = True
+            elif entry.is_file(follow_symlinks=False):
+                is_dir = False
+            else:
+                continue
         except OSError:
             continue
+        rel = prefix + name
+        if name == GIT_DIR_NAME or is_denied(rel, is_dir):
+            continue
+        if gitignores and rules.is_gitignored(rel, is_dir):
+            continue
+        if not is_dir:
+            yield rel, entry
+            continue
+        child = open_subdirectory(fd, name)
+        if child is not None:
+            try:
+                yield from _walk_directory(child, rel, rules, deeper)
+            finally:
+                os.close(child)
+
+
+DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
+_NAME = operator.attrgetter("name")
+
+
+def sorted_entries(fd: int) -> list[os.DirEntry[str]]:
+    """The entries of the directory open on ``fd``, by name; none when it cannot be read."""
+    try:
+        with os.scandir(fd) as scan:
+            return sorted(scan, key=_NAME)
+    except OSError:
+        return []
+
+
+def open_subdirectory(fd: int, name: str) -> int | None:
+    """A descriptor for directory ``name`` beneath ``fd``; None for a link swapped in
+    since the entry was read, or anything else that is no longer a directory."""
+    try:
+        return os.open(name, DIRECTORY_FLAGS | os.O_NOFOLLOW, dir_fd=fd)
+    except OSError:
+        return None

@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import os
-import stat as stat_module
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
-from .ignore import GIT_DIR_NAME, IgnoreRules, load_ignore_rules
+from .ignore import (
+    DIRECTORY_FLAGS,
+    GIT_DIR_NAME,
+    IgnoreRules,
+    load_ignore_rules,
+    open_subdirectory,
+    sorted_entries,
+)
 
 COUNT_FACTOR = 100
 """Past the limit we keep counting, but only up to this many times the limit."""
@@ -16,36 +22,55 @@ COUNT_FACTOR = 100
 def list_tree(
     root: str,
     path: str,
+    start: str,
     depth: int,
     include_hidden: bool,
     limit: int,
     denied_patterns: list[str],
+    sizes: bool = False,
 ) -> dict[str, Any]:
     """Entries below ``path`` down to ``depth`` levels, in tree order.
+
+    ``start`` is the listed directory relative to ``root`` as the guard resolved it
+    ("." for the root): the rules are matched against it, while ``path`` is
+    where the directory is read, which may be a descriptor path a provider pinned.
 
     Denied entries are hidden outright. Gitignored entries are shown, because a
     listing describes the tree, but flagged ``ignored`` and not expanded: a
     ``node_modules`` or ``.venv`` would otherwise spend the whole limit. ``total``
     keeps counting past the limit so the model knows how much it did not see, but
     that count stops at ``COUNT_FACTOR * limit`` entries and then is a lower bound.
+    Kinds come from the directory entries themselves (``d_type``), so a listing
+    needs no stat at all; with ``sizes`` regular files are stat'ed for their size,
+    by name beneath their directory's descriptor (most of a big listing's cost).
+    Subdirectories are opened beneath it without following links.
     """
     if depth < 1:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "depth must be at least 1", "use depth=1")
     if limit < 1:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "limit must be at least 1", "use limit=200")
-    if not os.path.exists(path):
+    try:
+        # O_NOFOLLOW: the guard resolved every link, so a link here was swapped in since.
+        fd = os.open(path, DIRECTORY_FLAGS | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        raise ToolError(ErrorCode.NOT_FOUND, f"{start} does not exist", "list its parent") from None
+    except NotADirectoryError:
+        if os.path.islink(path):
+            raise ToolError(
+                ErrorCode.SYMLINK_ESCAPE,
+                f"{start} is a symlink now; it was not when the path was checked",
+                "check the path again; nothing was listed",
+                security_violation=True,
+            ) from None
         raise ToolError(
-            ErrorCode.NOT_FOUND, f"{_relative(root, path)} does not exist", "list its parent"
-        )
-    if not os.path.isdir(path):
-        raise ToolError(
-            ErrorCode.NOT_A_DIRECTORY,
-            f"{_relative(root, path)} is not a directory",
-            "use read_file for files",
-        )
-    listing = _Listing(root, load_ignore_rules(root, denied_patterns), include_hidden, limit)
-    start = _relative(root, path)
-    listing.visit(start if start != "." else "", depth, 1)
+            ErrorCode.NOT_A_DIRECTORY, f"{start} is not a directory", "use read_file for files"
+        ) from None
+    try:
+        rules = load_ignore_rules(root, denied_patterns)
+        listing = _Listing(rules, include_hidden, limit, sizes)
+        listing.visit(fd, "" if start == "." else start, depth, 1)
+    finally:
+        os.close(fd)
     omitted = listing.total - len(listing.entries)
     return {
         "entries": listing.entries,
@@ -58,77 +83,74 @@ def list_tree(
 class _Listing:
     """Accumulates entries until the limit, then only counts, then stops."""
 
-    def __init__(self, root: str, rules: IgnoreRules, include_hidden: bool, limit: int) -> None:
-        self.root = root
+    def __init__(self, rules: IgnoreRules, include_hidden: bool, limit: int, sizes: bool) -> None:
         self.rules = rules
+        self.sizes = sizes
         self.include_hidden = include_hidden
         self.limit = limit
+        self.cap = COUNT_FACTOR * limit
         self.entries: list[dict[str, Any]] = []
         self.total = 0
         self.stopped = False
 
-    def visit(self, rel_dir: str, depth_left: int, level: int) -> None:
-        directory = os.path.join(self.root, rel_dir) if rel_dir else self.root
-        try:
-            with os.scandir(directory) as scan:
-                children = sorted(scan, key=lambda entry: entry.name)
-        except OSError:
-            return
+    def visit(self, fd: int, rel_dir: str, depth_left: int, level: int) -> None:
         prefix = rel_dir + "/" if rel_dir else ""
-        for child in children:
-            if self.stopped:
+        rules, entries, limit = self.rules, self.entries, self.limit
+        is_denied = rules.is_denied
+        skip_hidden = not self.include_hidden
+        gitignores = rules.gitignores_apply(rel_dir)
+        for child in sorted_entries(fd):
+            name = child.name
+            if skip_hidden and name[0] == ".":
+                continue
+            rel = prefix + name
+            kind = _kind(child)
+            is_dir = kind == "directory"
+            if is_denied(rel, is_dir) or (kind == "symlink" and is_denied(rel, True)):
+                continue
+            ignored = name == GIT_DIR_NAME or (gitignores and rules.is_gitignored(rel, is_dir))
+            if self.total >= self.cap:
+                self.stopped = True
                 return
-            if child.name.startswith(".") and not self.include_hidden:
-                continue
-            rel = prefix + child.name
-            kind, size = _describe(child)
-            if self._denied(rel, kind):
-                continue
-            ignored = child.name == GIT_DIR_NAME or self.rules.is_gitignored(
-                rel, kind == "directory"
-            )
-            self._add(rel, child.name, kind, size, level, ignored)
-            if kind == "directory" and depth_left > 1 and not ignored:
-                self.visit(rel, depth_left - 1, level + 1)
-
-    def _denied(self, rel: str, kind: str) -> bool:
-        if kind == "symlink":
-            return self.rules.is_denied(rel, False) or self.rules.is_denied(rel, True)
-        return self.rules.is_denied(rel, kind == "directory")
-
-    def _add(
-        self, rel: str, name: str, kind: str, size: int | None, level: int, ignored: bool
-    ) -> None:
-        if self.total >= COUNT_FACTOR * self.limit:
-            self.stopped = True
-            return
-        self.total += 1
-        if len(self.entries) < self.limit:
-            self.entries.append(
-                {
+            self.total += 1
+            if len(entries) < limit:
+                entry = {
                     "path": rel,
                     "name": name,
                     "type": kind,
-                    "size": size,
                     "depth": level,
                     "ignored": ignored,
                 }
-            )
+                if self.sizes:
+                    entry["size"] = _size(child) if kind == "file" else None
+                entries.append(entry)
+            if is_dir and depth_left > 1 and not ignored:
+                subdirectory = open_subdirectory(fd, name)
+                if subdirectory is None:
+                    continue
+                try:
+                    self.visit(subdirectory, rel, depth_left - 1, level + 1)
+                finally:
+                    os.close(subdirectory)
+                if self.stopped:
+                    return
 
 
-def _describe(entry: os.DirEntry[str]) -> tuple[str, int | None]:
+def _kind(entry: os.DirEntry[str]) -> str:
     try:
-        info = entry.stat(follow_symlinks=False)
+        if entry.is_symlink():
+            return "symlink"
+        if entry.is_dir(follow_symlinks=False):
+            return "directory"
+        if entry.is_file(follow_symlinks=False):
+            return "file"
     except OSError:
-        return "other", None
-    if stat_module.S_ISLNK(info.st_mode):
-        return "symlink", None
-    if stat_module.S_ISDIR(info.st_mode):
-        return "directory", None
-    if stat_module.S_ISREG(info.st_mode):
-        return "file", info.st_size
-    return "other", None
+        pass
+    return "other"
 
 
-def _relative(root: str, path: str) -> str:
-    return os.path.relpath(path, root).replace(os.sep, "/")
+def _size(entry: os.DirEntry[str]) -> int | None:
+    try:
+        return entry.stat(follow_symlinks=False).st_size
+    except OSError:
+        return None  # gone since it was listed

@@ -19,6 +19,9 @@ class Provider(ABC):
     name: str = "abstract"
     kernel_enforced: bool = False
     """True when the kernel, not just the path guard, confines what the primitives touch."""
+    in_process: bool = False
+    """True when the primitives run in this process and get the caller's objects by
+    reference: handing a commit the planned old bytes to compare then costs nothing."""
 
     @abstractmethod
     async def call(self, op: str, **kwargs: Any) -> Any:

@@ -42,7 +42,7 @@ from .worker_slot import WorkerSlot
 COMMAND_MARGIN_S = 5.0
 EXIT_WAIT_S = 0.5
 """How long a worker whose socket closed gets to be reaped, to tell a crash from a stall."""
-QUICK_OPS = frozenset({"read_bytes", "stat_path"})
+QUICK_OPS = frozenset({"read_bytes", "stat_path", "ping"})
 QUICK_TIMEOUT_S = 30.0
 INLINE_WAIT_S = 0.002
 """The longest a quick call may hold the event loop waiting for its answer to start."""
@@ -98,6 +98,10 @@ class LinuxSandboxProvider(Provider):
         )
         self._lock = threading.Lock()
         self._executor: ThreadPoolExecutor | None = None
+        self._finisher: ThreadPoolExecutor | None = None
+        """Finishes quick calls handed over with the lock held; never waits for the lock,
+        so a call queued on ``_executor`` and blocked on the lock cannot sit in front of
+        the finish that would release it."""
         self._slot = WorkerSlot()
         self._finalizer = weakref.finalize(self, self._slot.release)
         self.report: dict[str, Any] = {}
@@ -137,7 +141,7 @@ class LinuxSandboxProvider(Provider):
                     return self._finish(op, limit, arrived=True)
                 handed_over = True
                 finish = self._finish_and_unlock
-                return await loop.run_in_executor(self._thread(), finish, op, deadline)
+                return await loop.run_in_executor(self._finishing_thread(), finish, op, deadline)
             finally:
                 if not handed_over:
                     self._lock.release()
@@ -150,8 +154,8 @@ class LinuxSandboxProvider(Provider):
             timeout = float(kwargs.get("timeout_s", 0)) + KILL_GRACE_S + COMMAND_MARGIN_S
             kwargs = {"limits": self._command_limits(), **kwargs}
         with self._lock:
-            deadline = time.monotonic() + timeout
             self._send(op, kwargs)
+            deadline = time.monotonic() + timeout  # after a worker start, which has its own
             hits = self._slot.cgroup.limit_hits() if self._slot.cgroup else 0
             result = self._finish(op, deadline)
             if op == "run_command" and self._slot.cgroup and self._slot.cgroup.limit_hits() > hits:
@@ -233,6 +237,9 @@ class LinuxSandboxProvider(Provider):
     async def close(self) -> None:
         """Stop the worker and drop the private TMPDIR; a later call starts afresh."""
         executor, self._executor = self._executor, None
+        finisher, self._finisher = self._finisher, None
+        if finisher is not None:
+            finisher.shutdown(wait=False)
         if executor is not None:
             await asyncio.get_running_loop().run_in_executor(executor, self.close_sync)
             executor.shutdown(wait=False)
@@ -243,6 +250,11 @@ class LinuxSandboxProvider(Provider):
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-sandbox")
         return self._executor
+
+    def _finishing_thread(self) -> ThreadPoolExecutor:
+        if self._finisher is None:
+            self._finisher = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-finish")
+        return self._finisher
 
     def close_sync(self) -> None:
         with self._lock:

@@ -12,6 +12,9 @@ from .base import Provider
 from .pinned_paths import PinnedRoots, PinSession, pinning_supported
 
 BLOCKING_OPERATIONS = frozenset({"grep", "glob_files", "list_tree", "walk_all", "run_command"})
+ROOT_RELATIVE_RESULTS = frozenset({"list_tree"})
+"""Operations whose results name paths relative to the root only, so no descriptor
+path can appear in them and a large listing is not walked to unpin nothing."""
 
 
 class LocalProvider(Provider):
@@ -24,6 +27,7 @@ class LocalProvider(Provider):
 
     name = "local"
     kernel_enforced = False
+    in_process = True
 
     def __init__(self) -> None:
         self._roots: tuple[str, ...] = ()
@@ -51,7 +55,7 @@ class LocalProvider(Provider):
                 result = await self._run(op, operation, pinned)
             except ToolError as exc:
                 raise _unpinned_error(exc, session) from None
-            return session.unpin(result)
+            return result if op in ROOT_RELATIVE_RESULTS else session.unpin(result)
 
     async def close(self) -> None:
         if self._pinned is not None:

@@ -105,6 +105,8 @@ class PinSession:
 
     def unpin(self, value: Any) -> Any:
         """Descriptor paths in a result or an error turned back into the real paths."""
+        if not self._shown:
+            return value
         if isinstance(value, str):
             for shown, real in self._shown.items():
                 value = value.replace(shown, real)

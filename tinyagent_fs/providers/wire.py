@@ -13,6 +13,7 @@ capped before anything is allocated, and a malformed frame is a ``WireError``.
 from __future__ import annotations
 
 import fcntl
+import itertools
 import json
 import select
 import socket
@@ -31,6 +32,8 @@ TIMEVAL = struct.Struct("@ll")
 BLOB_KEY = "\x00b"
 MAX_HEADER_BYTES = 64 * 1024 * 1024
 MAX_BLOB_BYTES = 1024 * 1024 * 1024
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_NUL_ESCAPE = "\\u0000"
 
 
 class WireError(Exception):
@@ -40,7 +43,12 @@ class WireError(Exception):
 def encode(message: Any) -> list[bytes]:
     """The frame for ``message`` as buffers to hand to ``sendmsg`` without joining."""
     blobs: list[bytes] = []
-    header = json.dumps(_lift(message, blobs), separators=(",", ":"), ensure_ascii=False).encode()
+    payload = _lift(message, blobs) if _holds_bytes(message) else message
+    # A lone surrogate is a file name byte that is not UTF-8 (Python's surrogateescape):
+    # it crosses as is, so the peer gets the very name back.
+    header = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "surrogatepass"
+    )
     blob_len = sum(len(blob) for blob in blobs)
     if len(header) > MAX_HEADER_BYTES or blob_len > MAX_BLOB_BYTES:
         raise TypeError("message too large for one frame")
@@ -66,6 +74,51 @@ def _lift(value: Any, blobs: list[bytes]) -> Any:
     raise TypeError(f"{type(value).__name__} cannot cross the sandbox boundary")
 
 
+def _holds_bytes(value: Any) -> bool:
+    """Whether ``value`` holds bytes, so it must be lifted; TypeError for what cannot cross.
+
+    The common answer (a listing of thousands of entries: no bytes) is found by
+    type, not item by item: the distinct types of a container's items, and the
+    distinct keys of a list of dicts, are collected in C, so the Python work grows
+    with the shape of the message, not its length. A True here leaves the full
+    check to ``_lift``.
+    """
+    kind = type(value)
+    if kind in _SCALARS:
+        return False
+    if kind is dict:
+        return _dicts_hold_bytes([value])
+    if kind is list or kind is tuple:
+        return _items_hold_bytes(value)
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return True
+    if isinstance(value, dict):
+        return _dicts_hold_bytes([value])
+    if isinstance(value, (list, tuple)):
+        return _items_hold_bytes(value)
+    if isinstance(value, (str, int, float)):
+        return False
+    raise TypeError(f"{kind.__name__} cannot cross the sandbox boundary")
+
+
+def _items_hold_bytes(items: Any) -> bool:
+    kinds = set(map(type, items))
+    if kinds <= _SCALARS:
+        return False
+    if kinds == {dict}:
+        return _dicts_hold_bytes(items)
+    return any(map(_holds_bytes, items))
+
+
+def _dicts_hold_bytes(dicts: Any) -> bool:
+    keys = set(itertools.chain.from_iterable(dicts))
+    for key in keys:
+        _key(key)
+    if BLOB_KEY in keys:
+        raise TypeError(f"dict key {BLOB_KEY!r} is reserved by the wire format")
+    return _items_hold_bytes(list(itertools.chain.from_iterable(map(dict.values, dicts))))
+
+
 def decode(header: bytes, blob_area: bytes) -> Any:
     """The message a frame carries; references outside the blob area are a WireError."""
 
@@ -81,7 +134,12 @@ def decode(header: bytes, blob_area: bytes) -> Any:
         return bytes(memoryview(blob_area)[start : start + length])
 
     try:
-        return json.loads(header, object_hook=resolve)
+        text = header.decode("utf-8", "surrogatepass")
+        # A blob reference is a key holding a NUL, which JSON can only spell as an
+        # escape: without one in the header, no object needs looking at.
+        if _NUL_ESCAPE not in text:
+            return json.loads(text)
+        return json.loads(text, object_hook=resolve)
     except (ValueError, RecursionError) as exc:
         raise WireError(f"undecodable frame header: {exc}") from None
 
@@ -110,11 +168,11 @@ def recv_message(sock: socket.socket, deadline: float | None = None) -> Any:
     """
     if sock.gettimeout() is not None:
         sock.settimeout(None)
-    header_len, blob_len = PREFIX.unpack(_recv_exact(sock, PREFIX.size, deadline))
+    header_len, blob_len = PREFIX.unpack(_recv_all(sock, PREFIX.size, deadline))
     if header_len > MAX_HEADER_BYTES or blob_len > MAX_BLOB_BYTES:
         raise WireError(f"frame of {header_len}+{blob_len} bytes is over the limit")
-    header = bytes(_recv_exact(sock, header_len, deadline))
-    return decode(header, _recv_blob_area(sock, blob_len, deadline) if blob_len else b"")
+    header = _recv_all(sock, header_len, deadline)
+    return decode(header, _recv_all(sock, blob_len, deadline) if blob_len else b"")
 
 
 def frame_arrival(sock: socket.socket, seconds: float) -> str | None:
@@ -140,7 +198,9 @@ def frame_arrival(sock: socket.socket, seconds: float) -> str | None:
     return "queued" if whole else "arriving"
 
 
-def _recv_blob_area(sock: socket.socket, size: int, deadline: float | None) -> bytes:
+def _recv_all(sock: socket.socket, size: int, deadline: float | None) -> bytes:
+    """``size`` bytes, in the common case from one ``recv(MSG_WAITALL)`` straight into
+    the bytes object returned; resumed when a signal or the timeout cuts it short."""
     first = _receive(sock, deadline, partial(sock.recv, size, socket.MSG_WAITALL))
     if len(first) == size:
         return first

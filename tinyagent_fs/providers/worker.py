@@ -167,7 +167,7 @@ def _serve(sock: socket.socket, roots: list[str]) -> None:
         response = _answer(request, roots, watched)
         try:
             wire.send_message(sock, response)
-        except TypeError as exc:
+        except (TypeError, ValueError) as exc:  # never end the worker over one answer
             wire.send_message(sock, {"error": _internal(f"unsendable result: {exc}")})
         except wire.WireError:
             return

@@ -16,6 +16,9 @@ from ..providers.base import Provider
 from ..text import DecodedText, decode_text
 from .error_text import retold
 
+IDENTITY = "identity:"
+"""Marks a ``ReadState`` entry that holds a file identity instead of a content hash."""
+
 
 @dataclass
 class ReadState:
@@ -23,6 +26,10 @@ class ReadState:
 
     A change planned against a file whose bytes differ from what the model last
     saw would silently discard someone else's edit: that is a CONFLICT.
+
+    A file the model saw only through line windows was never read whole, so it
+    is remembered by its identity (``ops.files.file_identity``) until a change
+    reads it whole; ``ToolContext.check_unchanged`` then turns that into a hash.
     """
 
     seen: dict[Path, str] = field(default_factory=dict)
@@ -32,6 +39,15 @@ class ReadState:
             self.seen.pop(path, None)
         else:
             self.seen[path] = content_hash(data)
+
+    def remember_window(self, path: Path, proof: dict[str, Any]) -> None:
+        """What a window read vouches for: the file's content hash, or its identity."""
+        digest = proof.get("sha256")
+        self.seen[path] = digest if isinstance(digest, str) else IDENTITY + str(proof["identity"])
+
+    def identity_of(self, path: Path) -> str | None:
+        known = self.seen.get(path)
+        return known[len(IDENTITY) :] if known and known.startswith(IDENTITY) else None
 
     def check_unchanged(self, path: Path, data: bytes | None, shown_as: str) -> None:
         known = self.seen.get(path)
@@ -88,14 +104,36 @@ class ToolContext:
         return missing[::-1]
 
     async def read_bytes(self, path: Path, max_bytes: int | None = None) -> bytes:
-        try:
-            data: bytes = await self.provider.call(
-                "read_bytes", path=str(path), max_bytes=max_bytes or self.policy.max_file_bytes
-            )
-        except ToolError as error:
-            raise retold(error, str(path), self.relative(path), str(self.root)) from None
+        limit = max_bytes or self.policy.max_file_bytes
+        data: bytes = await self._read(path, "read_bytes", max_bytes=limit)
         self.limiter.charge_bytes(len(data))
         return data
+
+    async def read_window(self, path: Path, **request: Any) -> dict[str, Any]:
+        """The provider's ``read_window`` answer; only the bytes it returns are charged."""
+        found: dict[str, Any] = await self._read(path, "read_window", **request)
+        self.limiter.charge_bytes(len(found.get("whole", found.get("lines", b""))))
+        return found
+
+    async def _read(self, path: Path, op: str, **kwargs: Any) -> Any:
+        try:
+            return await self.provider.call(op, path=str(path), **kwargs)
+        except ToolError as error:
+            raise retold(error, str(path), self.relative(path), str(self.root)) from None
+
+    async def check_unchanged(self, path: Path, data: bytes | None) -> None:
+        """CONFLICT if ``path`` changed since the model last read it; ``data`` is what
+        it holds now, read just before this call.
+
+        A file known by identity is stat'ed after ``data`` was read: an unchanged
+        identity then vouches for ``data``, and a write in between shows.
+        """
+        identity = self.read_state.identity_of(path)
+        if identity is not None and data is not None:
+            info = await self.stat(path)
+            if info is not None and info.get("identity") == identity:
+                self.read_state.remember(path, data)
+        self.read_state.check_unchanged(path, data, self.relative(path))
 
     async def read_existing(self, path: Path) -> bytes | None:
         """The file's bytes, or None when nothing is there (for plans that may create it)."""

@@ -31,6 +31,8 @@ class FileTools:
     ``audit=None`` writes to the per-user audit log (outside the project);
     ``audit=False`` records nothing. ``journal`` is where undo keeps old bytes
     (default: the per-user state directory); ``journal=False`` keeps none.
+    ``limiter`` lets toolkits that serve one client in several folders share one
+    budget (default: a budget of this toolkit's own, from the policy).
     """
 
     def __init__(
@@ -42,6 +44,7 @@ class FileTools:
         audit: AuditLog | bool | None = None,
         *,
         journal: UndoJournal | bool | None = None,
+        limiter: ResourceLimiter | None = None,
     ) -> None:
         self.policy = policy or SandboxPolicy()
         self.guard = PathGuard(root, self.policy)
@@ -57,7 +60,7 @@ class FileTools:
         if audit is None or audit is True:
             audit = AuditLog()
         self.audit: AuditLog | None = audit or None
-        self.limiter = ResourceLimiter(
+        self.limiter = limiter or ResourceLimiter(
             self.policy.max_requests_per_round, self.policy.max_bytes_per_round
         )
         if journal is None or journal is True:
@@ -75,7 +78,8 @@ class FileTools:
 
     @property
     def recovered_changes(self) -> list[str]:
-        """Ids of interrupted commits that this toolkit rolled back on its first call."""
+        """Ids of interrupted commits this toolkit dealt with on its first call: rolled
+        back, or completed when every file already held its new state."""
         return list(self._pipeline.recovered or [])
 
     async def call(self, name: str, args: dict[str, Any] | None = None) -> ToolResult:
@@ -100,8 +104,20 @@ class FileTools:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def read_file(self, path: str, offset: int = 0, limit: int | None = None) -> ToolResult:
-        return await self.call("read_file", {"path": path, "offset": offset, "limit": limit})
+    async def read_file(
+        self,
+        path: str,
+        offset: int | None = None,
+        limit: int | None = None,
+        tail: int | None = None,
+    ) -> ToolResult:
+        """``offset`` (0 = the first line) or ``tail`` (the last N lines), not both."""
+        args: dict[str, Any] = {"path": path, "limit": limit}
+        if offset is not None:
+            args["offset"] = offset
+        if tail is not None:
+            args["tail"] = tail
+        return await self.call("read_file", args)
 
     async def read_many_files(self, paths: list[str]) -> ToolResult:
         return await self.call("read_many_files", {"paths": paths})
@@ -139,11 +155,22 @@ class FileTools:
         return await self.call("apply_patch", {"patch": patch})
 
     async def list_directory(
-        self, path: str = ".", depth: int = 1, include_hidden: bool = False, limit: int = 200
+        self,
+        path: str = ".",
+        depth: int = 1,
+        include_hidden: bool = False,
+        limit: int = 200,
+        sizes: bool = False,
     ) -> ToolResult:
         return await self.call(
             "list_directory",
-            {"path": path, "depth": depth, "include_hidden": include_hidden, "limit": limit},
+            {
+                "path": path,
+                "depth": depth,
+                "include_hidden": include_hidden,
+                "limit": limit,
+                "sizes": sizes,
+            },
         )
 
     async def glob(self, pattern: str, path: str = ".") -> ToolResult:

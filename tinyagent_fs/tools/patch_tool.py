@@ -139,7 +139,7 @@ async def _read_current(
     current: dict[Path, bytes | None] = {}
     formats: dict[Path, DecodedText] = {}
     for path, data in zip(paths, await ctx.read_existing_files(paths), strict=True):
-        ctx.read_state.check_unchanged(path, data, ctx.relative(path))
+        await ctx.check_unchanged(path, data)
         current[path] = data
         if data is not None:
             formats[path] = decode_text(data, ctx.relative(path))

@@ -65,7 +65,7 @@ def _refuse_root(ctx: ToolContext, path: Path, verb: str) -> None:
 
 async def _file_bytes(ctx: ToolContext, path: Path) -> bytes:
     data = await ctx.read_bytes(path)
-    ctx.read_state.check_unchanged(path, data, ctx.relative(path))
+    await ctx.check_unchanged(path, data)
     return data
 
 

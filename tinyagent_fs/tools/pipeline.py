@@ -20,6 +20,8 @@ from .spec import ToolSpec
 from .validate import validate_arguments
 
 PATH_ARGUMENTS = ("path", "src", "dst", "workdir", "file_path", "directory")
+MESSAGE_CHARS = 200
+"""How much of a result's first line the audit event keeps as its message."""
 
 
 @dataclass
@@ -56,7 +58,9 @@ class Pipeline:
         try:
             if self.recovered is None and self.ctx.journal is not None:
                 self.recovered = []  # tried once: a failure is reported, not repeated
-                self.recovered = await recover_interrupted(self.ctx, self.ctx.journal)
+                self.recovered = await recover_interrupted(
+                    self.ctx, self.ctx.journal, complete_landed=True
+                )
             result = await self._run(record, name, args)
         except ToolError as error:
             result = ToolResult.failure(error)
@@ -156,7 +160,9 @@ class Pipeline:
             journal.begin(changeset)
         try:
             report: dict[str, Any] = await self.ctx.provider.call(
-                "commit_changes", change_id=changeset.change_id, changes=commit_payload(changeset)
+                "commit_changes",
+                change_id=changeset.change_id,
+                changes=commit_payload(changeset, self.ctx.provider.in_process),
             )
         except ToolError as error:
             # The commit rolls itself back on any error it can see; only a worker
@@ -213,7 +219,7 @@ class Pipeline:
             duration_ms=round((time.perf_counter() - record.started) * 1000, 3),
             change_id=changeset.change_id if changeset and record.committed else None,
             diff=_diff_of(record),
-            message=result.text.splitlines()[0][:200] if result.text else "",
+            message=_first_line(result.text, MESSAGE_CHARS),
             provider=self.ctx.provider.name,
         )
         self.audit.record(event)
@@ -270,6 +276,13 @@ def _told_of_changes(result: ToolResult, review: Review) -> ToolResult:
         note += "\nWhat was applied:\n" + review.call.diff[:4000]
     data = {**result.data, "modified_by": who}
     return ToolResult(result.ok, f"{result.text}\n{note}", data, result.error)
+
+
+def _first_line(text: str, limit: int) -> str:
+    """The start of ``text``'s first line, at most ``limit`` characters, without
+    splitting a whole file's worth of output to find it."""
+    lines = text[: limit + 1].splitlines()
+    return lines[0][:limit] if lines else ""
 
 
 def _argument_paths(args: dict[str, Any]) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -15,24 +16,104 @@ from .result import ToolResult
 from .spec import ToolSpec, integer, schema, string
 
 
+@dataclass(frozen=True)
+class _Window:
+    """The lines read_file shows, wherever they came from: a whole-file decode or a
+    provider window. One formatter for both keeps their output identical."""
+
+    lines: list[str]
+    first: int
+    """0-based index of ``lines[0]`` in the file."""
+    total: int
+    full_lengths: dict[int, int]
+    """Real length of lines the provider cut short, by index in ``lines``."""
+    encoding: str
+    bom: bool
+    newline: str
+    size: int
+
+
 async def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     path = ctx.resolve(args["path"])
     shown = ctx.relative(path)
-    data, decoded = await ctx.read_text(path)
+    offset: int | None = args.get("offset")
+    tail: int | None = args.get("tail")
+    if offset is not None and tail is not None:
+        raise ToolError(
+            ErrorCode.INVALID_ARGUMENT,
+            "read_file: offset and tail cannot be combined",
+            "use tail=N alone for the last N lines, or offset (and limit) to read from a line",
+        )
+    policy = ctx.policy
+    limit: int = min(args.get("limit") or policy.max_read_lines, policy.max_read_lines)
+    found = await ctx.read_window(
+        path,
+        offset=offset or 0,
+        tail=tail,
+        limit=limit,
+        line_bytes=4 * policy.max_line_chars + 4,  # always more characters than are shown
+        max_bytes=policy.max_file_bytes,
+        whole_up_to=policy.window_reads_above,
+        max_window_file_bytes=policy.max_window_file_bytes,
+    )
+    if "whole" in found:
+        window = _whole_file_window(ctx, path, found["whole"], offset or 0, limit, tail)
+    else:
+        window = _provider_window(ctx, path, found)
+    return _numbered(window, shown, policy.max_line_chars, tail is not None)
+
+
+def _whole_file_window(
+    ctx: ToolContext, path: Path, data: bytes, offset: int, limit: int, tail: int | None
+) -> _Window:
+    decoded = decode_text(data, ctx.relative(path))
     ctx.read_state.remember(path, data)
     lines = split_lines(decoded.text)
-    total = len(lines)
-    offset: int = args["offset"]
-    limit: int = min(args["limit"] or ctx.policy.max_read_lines, ctx.policy.max_read_lines)
+    first = offset if tail is None else max(0, len(lines) - tail)
+    return _Window(
+        lines=lines[first : first + limit],
+        first=first,
+        total=len(lines),
+        full_lengths={},
+        encoding=decoded.encoding,
+        bom=bool(decoded.bom),
+        newline=decoded.newline,
+        size=len(data),
+    )
+
+
+def _provider_window(ctx: ToolContext, path: Path, found: dict[str, Any]) -> _Window:
+    try:
+        text = found["lines"].decode("utf-8")
+    except UnicodeDecodeError:  # the file was rewritten between the scan and the window
+        raise ToolError(
+            ErrorCode.IO_ERROR,
+            f"{ctx.relative(path)} changed while it was being read",
+            "read it again",
+        ) from None
+    ctx.read_state.remember_window(path, found)
+    return _Window(
+        lines=split_lines(text),
+        first=found["first_line"],
+        total=found["total_lines"],
+        full_lengths=dict(found["clipped"]),
+        encoding="utf-8",
+        bom=found["bom"],
+        newline=found["newline"],
+        size=found["size"],
+    )
+
+
+def _numbered(window: _Window, shown: str, max_line_chars: int, tail: bool) -> ToolResult:
+    offset, total = window.first, window.total
     if offset > total or (offset == total and total > 0):
         raise ToolError(
             ErrorCode.INVALID_ARGUMENT,
             f"offset {offset} is past the end of {shown}, which has {total} lines",
             f"use an offset below {total}",
         )
-    window = lines[offset : offset + limit]
-    body, cut = number_lines(window, offset + 1, ctx.policy.max_line_chars)
-    last_shown = offset + len(window)
+    body, cut = number_lines(window.lines, offset + 1, max_line_chars, window.full_lengths)
+    last_shown = offset + len(window.lines)
     notes: list[str] = []
     if last_shown < total:
         notes.append(
@@ -41,24 +122,27 @@ async def read_file(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         )
     if cut:
         notes.append(
-            f"[{cut} line(s) longer than {ctx.policy.max_line_chars} characters were cut; "
+            f"[{cut} line(s) longer than {max_line_chars} characters were cut; "
             "use grep to find text in them]"
         )
     if total == 0:
         body = "(empty file)"
+    elif tail and offset > 0:
+        lead = f"[lines 1-{offset} not shown; these are lines {offset + 1}-{last_shown} of {total}]"
+        body = f"{lead}\n{body}"
     text = "\n".join([body, *notes]) if notes else body
     return ToolResult.success(
         text,
         {
             "path": shown,
             "total_lines": total,
-            "first_line": offset + 1 if window else 0,
+            "first_line": offset + 1 if window.lines else 0,
             "last_line": last_shown,
             "truncated": last_shown < total or cut > 0,
-            "encoding": decoded.encoding,
-            "bom": bool(decoded.bom),
-            "newline": decoded.newline,
-            "bytes": len(data),
+            "encoding": window.encoding,
+            "bom": window.bom,
+            "newline": window.newline,
+            "bytes": window.size,
         },
     )
 
@@ -115,7 +199,7 @@ async def _expand(ctx: ToolContext, patterns: list[str], cap: int) -> list[Path]
                 limit=cap,
             )
             for match in found["matches"]:
-                seen.setdefault(ctx.resolve(match["path"]), None)
+                seen.setdefault(ctx.resolve(match), None)
         else:
             seen.setdefault(ctx.resolve(raw), None)
         if len(seen) >= cap:
@@ -179,21 +263,30 @@ READ_TOOLS = (
         description=(
             "Read a text file and return its lines numbered like `cat -n`. Shows at most "
             "2000 lines per call and 2000 characters per line; when the output ends with a "
-            "'file continues' marker, call again with the offset it gives. The encoding is "
+            "'file continues' marker, call again with the offset it gives. For part of a long "
+            "file give offset (and limit); for its end, such as the latest lines of a log, "
+            "give tail=N alone: the numbers shown are the real line numbers. Only the lines "
+            "asked for are read, so windows of large files are cheap. The encoding is "
             "detected (UTF-8, UTF-16, legacy encodings). Binary files, images and files over "
-            "the size limit are refused with the detected type: use grep or get_file_info "
-            "for those. Read a file before editing it: edits are checked against what you read."
+            "the size limit (10 MB; 1 GB for UTF-8 text) are refused with the reason: use "
+            "grep or get_file_info for those. Read a file before editing it: edits are "
+            "checked against what you read."
         ),
         parameters=schema(
             {
                 "path": PATH,
-                "offset": integer("Lines to skip from the start (0 = first line).", 0, minimum=0),
+                "offset": integer(
+                    "Lines to skip from the start (default 0 = from the first line).", minimum=0
+                ),
                 "limit": {
                     "type": ["integer", "null"],
                     "description": "How many lines to return (at most 2000; default all).",
                     "minimum": 1,
                     "default": None,
                 },
+                "tail": integer(
+                    "Show the last N lines instead (not together with offset).", minimum=1
+                ),
             },
             ("path",),
         ),

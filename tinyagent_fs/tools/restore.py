@@ -95,13 +95,20 @@ async def changes_back_to_old(ctx: ToolContext, entry: JournalEntry) -> list[Fil
     return changes
 
 
-async def recover_interrupted(ctx: ToolContext, journal: UndoJournal) -> list[str]:
-    """Roll back every commit the journal saw start but not finish (a killed process).
+async def recover_interrupted(
+    ctx: ToolContext, journal: UndoJournal, complete_landed: bool = False
+) -> list[str]:
+    """Deal with every commit the journal saw start but not finish (a killed process
+    or worker). Returns the ids of the changes dealt with.
 
     Temp files and backups are dealt with first (backups renamed back), then any
     file still holding the change's new bytes is given its old bytes, so each
     interrupted change ends entirely undone; bytes that are neither old nor new
-    belong to someone else and are left alone. Returns the ids of the changes rolled back.
+    belong to someone else and are left alone. With ``complete_landed``, a change
+    whose every file already holds its new state is completed instead (its
+    leftovers dropped, its entry marked committed): it was killed while cleaning
+    up, or it finished and the mark that says so was lost (the journal does not
+    flush that mark; this is what keeps a reported change after a power loss).
     """
     recovered: list[str] = []
     for entry in journal.pending():
@@ -112,9 +119,17 @@ async def recover_interrupted(ctx: ToolContext, journal: UndoJournal) -> list[st
             continue
         directories = {str(Path(f.path).parent) for f in entry.files}
         directories |= {str(Path(f.dest).parent) for f in entry.files if f.dest}
+        landed = complete_landed and await _landed_whole(ctx, entry)
         await ctx.provider.call(
-            "recover_commit", change_id=entry.change_id, directories=sorted(directories)
+            "recover_commit",
+            change_id=entry.change_id,
+            directories=sorted(directories),
+            keep_new=landed,
         )
+        recovered.append(entry.change_id)
+        if landed:
+            journal.finish(entry.change_id)
+            continue
         changes = await changes_back_to_old(ctx, entry)
         if changes:
             restore = ChangeSet("recover", tuple(changes), ctx.root)
@@ -122,13 +137,41 @@ async def recover_interrupted(ctx: ToolContext, journal: UndoJournal) -> list[st
                 "commit_changes", change_id=restore.change_id, changes=commit_payload(restore)
             )
         journal.abandon(entry.change_id)
-        recovered.append(entry.change_id)
     return recovered
 
 
-def commit_payload(changeset: ChangeSet) -> list[dict[str, object]]:
-    return [
-        {
+async def _landed_whole(ctx: ToolContext, entry: JournalEntry) -> bool:
+    """Whether every path of ``entry`` is in the state its commit gives it."""
+    for item in entry.files:
+        path = Path(item.path)
+        info = await ctx.stat(path)
+        if item.kind == ChangeKind.MKDIR.value:
+            if info is None or info["type"] != "directory":
+                return False
+            continue
+        if item.dest is not None:  # a move: the source is gone, the bytes are at dest
+            if info is not None:
+                return False
+            path = Path(item.dest)
+            info = await ctx.stat(path)
+        if info is not None and info["type"] == "directory":
+            return False
+        try:
+            current = await ctx.read_existing(path) if info is not None else None
+        except ToolError:
+            return False
+        if content_hash(current) != item.new_hash:
+            return False
+    return True
+
+
+def commit_payload(changeset: ChangeSet, with_old_bytes: bool = False) -> list[dict[str, object]]:
+    """The commit primitive's arguments. ``with_old_bytes`` (for an in-process
+    provider, where they are passed by reference) lets it compare the files with
+    the planned bytes instead of hashing them again."""
+    payload: list[dict[str, object]] = []
+    for c in changeset.changes:
+        change: dict[str, object] = {
             "kind": c.kind.value,
             "path": str(c.path),
             "dest": str(c.dest) if c.dest is not None else None,
@@ -137,8 +180,11 @@ def commit_payload(changeset: ChangeSet) -> list[dict[str, object]]:
             "new_bytes": c.new_bytes,
             "mode": c.mode,
         }
-        for c in changeset.changes
-    ]
+        if with_old_bytes:
+            change["expected_bytes"] = c.old_bytes
+            change["dest_expected_bytes"] = c.dest_old_bytes
+        payload.append(change)
+    return payload
 
 
 def unchanged_since(current: bytes | None, expected_hash: str, shown: str) -> None:

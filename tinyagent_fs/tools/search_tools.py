@@ -16,38 +16,47 @@ def _search_args(ctx: ToolContext) -> dict[str, Any]:
 
 async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     path = ctx.resolve(args["path"])
+    base = ctx.relative(path)
     listing = await ctx.provider.call(
         "list_tree",
         path=str(path),
+        start=base,
         depth=args["depth"],
         include_hidden=args["include_hidden"],
         limit=args["limit"],
+        sizes=args["sizes"],
         **_search_args(ctx),
     )
-    base = ctx.relative(path)
-    lines: list[str] = []
-    for entry in listing["entries"]:
-        indent = "  " * (entry["depth"] - 1)
-        suffix = "/" if entry["type"] == "directory" else "@" if entry["type"] == "symlink" else ""
-        lines.append(f"{indent}{entry['name']}{suffix}")
+    entries = listing["entries"]
+    lines = [
+        f"{'  ' * (entry['depth'] - 1)}{entry['name']}{_TYPE_SUFFIX.get(entry['type'], '')}"
+        + _size_note(entry)
+        for entry in entries
+    ]
     if listing["omitted"]:
         more = "at least " if listing.get("omitted_is_lower_bound") else ""
         lines.append(
             f"[... {more}{listing['omitted']} more entries not shown; "
             "raise limit or list a subdirectory]"
         )
-    header = f"{base}/ ({listing['total']} entries)"
-    if not listing["entries"]:
-        header = f"{base}/ is empty"
+    header = f"{base}/ ({listing['total']} entries)" if entries else f"{base}/ is empty"
     return ToolResult.success(
         "\n".join([header, *lines]),
         {
             "path": base,
-            "entries": listing["entries"],
+            "entries": entries,
             "total": listing["total"],
             "omitted": listing["omitted"],
         },
     )
+
+
+_TYPE_SUFFIX = {"directory": "/", "symlink": "@"}
+
+
+def _size_note(entry: dict[str, Any]) -> str:
+    size = entry.get("size")
+    return "" if size is None else f"  ({size:,} bytes)"
 
 
 async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -59,7 +68,7 @@ async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         limit=args["limit"],
         **_search_args(ctx),
     )
-    paths = [m["path"] for m in found["matches"]]
+    paths = found["matches"]
     lines = list(paths)
     if found["omitted"]:
         lines.append(f"[... {found['omitted']} more files not shown; narrow the pattern]")
@@ -121,7 +130,8 @@ SEARCH_TOOLS = (
             "List a directory as a tree, sorted by name, directories marked with '/'. "
             "depth=1 shows direct children only. Hidden entries (starting with '.') are "
             "left out unless include_hidden is true; secrets are never shown. At most "
-            "`limit` entries; a marker says how many were left out."
+            "`limit` entries; a marker says how many were left out. sizes=true adds "
+            "each file's size in bytes."
         ),
         parameters=schema(
             {
@@ -129,6 +139,7 @@ SEARCH_TOOLS = (
                 "depth": integer("How many levels to show.", 1, minimum=1, maximum=20),
                 "include_hidden": boolean("Show dot-files and dot-directories.", False),
                 "limit": integer("Maximum entries to show.", 200, minimum=1, maximum=5000),
+                "sizes": boolean("Show each file's size in bytes.", False),
             }
         ),
         risk=Risk.READ,

@@ -6,14 +6,17 @@ returns a Plan. Review, commit, journal and audit are the pipeline's job.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from ..changes import ChangeKind, ChangeSet, FileChange
+from ..digest import hash_ahead
 from ..edit import EditResult, apply_edit, apply_edits
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
-from ..text import UTF8_LF, DecodedText, decode_text, encode_text, split_lines
+from ..text import UTF8_LF, DecodedText, decode_text, encode_text, line_count
 from .context import ToolContext
 from .format import short_diff, snippet
 from .plan import Plan
@@ -24,7 +27,9 @@ from .spec import ToolSpec, boolean, integer, schema, string
 async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedText | None]:
     """The file's bytes and decoding (None for a missing or undecodable file).
 
-    Refuses directories, and files that changed since the model last read them.
+    Refuses directories. Its digest starts on another thread at once: the check
+    that the file did not change since the model read it (``_unless_changed``)
+    waits for it after the new content is planned.
     """
     try:
         old = await ctx.read_existing(path)
@@ -36,13 +41,26 @@ async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedT
             f"{ctx.relative(path)} is a directory",
             "give a file path inside it",
         ) from None
-    ctx.read_state.check_unchanged(path, old, ctx.relative(path))
+    hash_ahead(old)
     if old is None:
         return None, None
     try:
         return old, decode_text(old, ctx.relative(path))
     except ToolError:
         return old, None
+
+
+@contextlib.asynccontextmanager
+async def _unless_changed(ctx: ToolContext, path: Path, old: bytes | None) -> AsyncIterator[None]:
+    """Plan against ``old``, then refuse with CONFLICT if the file changed since the
+    model last read it; that error outranks any the planning raised, since a stale
+    view is what the model must fix first."""
+    try:
+        yield
+    except ToolError:
+        await ctx.check_unchanged(path, old)
+        raise
+    await ctx.check_unchanged(path, old)
 
 
 def _with_file_newlines(text: str, like: DecodedText) -> str:
@@ -68,8 +86,10 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         )
     old, decoded = await _current(ctx, path)
     like = decoded or UTF8_LF
-    text = _with_file_newlines(args["content"], like) if decoded else args["content"]
-    new = encode_text(text, like)
+    async with _unless_changed(ctx, path, old):
+        text = _with_file_newlines(args["content"], like) if decoded else args["content"]
+        new = encode_text(text, like)
+    hash_ahead(new)
     kind = ChangeKind.CREATE if old is None else ChangeKind.MODIFY
     change = FileChange(
         kind, path, old, new, old_text=decoded.text if decoded else None, new_text=text
@@ -83,7 +103,7 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
         done = final.changes[-1]
         size = len(done.new_bytes or b"")
-        lines = len(split_lines(done.new_text or ""))
+        lines = line_count(done.new_text or "")
         verb = "Created" if done.kind is ChangeKind.CREATE else "Overwrote"
         added, removed = done.line_counts()
         return ToolResult.success(
@@ -109,6 +129,17 @@ async def plan_edit_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         return await plan_write_file(
             ctx, {"path": args["path"], "content": args["new_string"], "create_dirs": True}
         )
+    async with _unless_changed(ctx, path, old):
+        return _planned_edit(ctx, path, old, decoded, args)
+
+
+def _planned_edit(
+    ctx: ToolContext,
+    path: Path,
+    old: bytes | None,
+    decoded: DecodedText | None,
+    args: dict[str, Any],
+) -> Plan:
     shown = ctx.relative(path)
     if old is None:
         raise ToolError(
@@ -139,11 +170,12 @@ async def plan_multi_edit(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     path = ctx.resolve(args["path"], for_write=True)
     shown = ctx.relative(path)
     old, decoded = await _current(ctx, path)
-    if old is None:
-        raise ToolError(ErrorCode.NOT_FOUND, f"{shown} does not exist", "check the path")
-    decoded = decoded or decode_text(old, shown)
-    result = apply_edits(decoded.text, args["edits"], file_newline=decoded.newline)
-    return _edit_plan(ctx, "multi_edit", path, old, decoded, result)
+    async with _unless_changed(ctx, path, old):
+        if old is None:
+            raise ToolError(ErrorCode.NOT_FOUND, f"{shown} does not exist", "check the path")
+        decoded = decoded or decode_text(old, shown)
+        result = apply_edits(decoded.text, args["edits"], file_newline=decoded.newline)
+        return _edit_plan(ctx, "multi_edit", path, old, decoded, result)
 
 
 def _edit_plan(
@@ -156,6 +188,7 @@ def _edit_plan(
 ) -> Plan:
     shown = ctx.relative(path)
     new = encode_text(result.text, decoded)
+    hash_ahead(new)
     change = FileChange(
         ChangeKind.MODIFY, path, old, new, old_text=decoded.text, new_text=result.text
     )
@@ -164,8 +197,15 @@ def _edit_plan(
     def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
         done = final.changes[0]
         new_text = done.new_text or ""
-        ranges = result.changed_lines if new_text == result.text else [(1, 1)]
-        after_edit = "\n...\n".join(snippet(new_text, start, end) for start, end in ranges[:5])
+        windows = [(0, 0, 1)]  # a person rewrote the content: show its start
+        if new_text == result.text:
+            windows = [
+                (first, last, line)
+                for (line, _), (first, last) in zip(
+                    result.changed_lines, result.changed_positions, strict=True
+                )
+            ]
+        after_edit = "\n...\n".join(snippet(new_text, *window) for window in windows[:5])
         added, removed = done.line_counts()
         head = f"Edited {shown}: {result.replacements} replacement(s), +{added} -{removed} lines"
         if result.tolerance != "exact":

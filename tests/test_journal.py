@@ -1,0 +1,206 @@
+"""The undo journal: old content kept by hard link where it is safe, verified before
+use, outside the project, and a change's cost independent of the journal's size."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+import tinyagent_fs.journal as journal_module
+from tinyagent_fs import FileTools
+from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
+from tinyagent_fs.hooks import AutoApprovePolicy
+from tinyagent_fs.journal import ENTRY_NAME, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
+from tinyagent_fs.providers import LocalProvider
+
+
+def local_tools(project: Path) -> FileTools:
+    return FileTools(project, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
+
+
+def stored_file(journal: UndoJournal, change_id: str) -> Path:
+    for path in journal.directory.iterdir():
+        found = ENTRY_NAME.fullmatch(path.name)
+        if found is not None and found["change_id"] == change_id:
+            return journal.directory / f"{found['stem']}.0.old"
+    raise AssertionError(f"no entry for {change_id}")
+
+
+def inodes_under(root: Path) -> set[tuple[int, int]]:
+    found = set()
+    for folder, _, names in os.walk(root):
+        for name in names:
+            info = os.lstat(os.path.join(folder, name))
+            found.add((info.st_dev, info.st_ino))
+    return found
+
+
+async def test_old_content_is_the_old_inode_and_no_path_in_the_project_reaches_it(
+    project: Path,
+) -> None:
+    fs = local_tools(project)
+    target = project / "README.md"
+    old = os.stat(target)
+    written = await fs.write_file("README.md", "# new\n")
+    assert written.ok, written.text
+    assert fs.journal is not None
+    kept = stored_file(fs.journal, written.data["change_id"])
+    info = os.stat(kept)
+    assert (info.st_dev, info.st_ino) == (old.st_dev, old.st_ino)  # linked, not copied
+    assert info.st_nlink == 1  # the journal's name is the only one left
+    assert (info.st_dev, info.st_ino) not in inodes_under(project)
+    assert not fs.journal.directory.resolve().is_relative_to(project.resolve())
+    assert (await fs.undo()).ok
+    assert target.read_text() == "# Sample\n"
+    await fs.close()
+
+
+async def test_a_file_with_another_name_is_copied_so_writes_through_that_name_do_not_matter(
+    project: Path,
+) -> None:
+    fs = local_tools(project)
+    os.link(project / "README.md", project / "alias.md")
+    assert (await fs.write_file("README.md", "# new\n")).ok
+    with open(project / "alias.md", "r+") as alias:  # the old inode, written in place
+        alias.write("# changed through the other name\n")
+    undone = await fs.undo()
+    assert undone.ok, undone.text
+    assert (project / "README.md").read_text() == "# Sample\n"
+    await fs.close()
+
+
+async def test_old_content_changed_through_an_open_descriptor_is_not_restored(
+    project: Path,
+) -> None:
+    fs = local_tools(project)
+    target = project / "README.md"
+    with open(target, "r+b") as kept_open:
+        written = await fs.write_file("README.md", "# new\n")
+        assert written.ok
+        kept_open.write(b"# evil\n!!")  # same size as before, through the old inode
+    result = await fs.undo(written.data["change_id"])
+    assert result.error is not None and result.error.code == "PERMISSION_DENIED"
+    assert "changed since" in result.error.message and "README.md" in result.error.message
+    assert target.read_text() == "# new\n"
+    await fs.close()
+
+
+async def test_a_journal_on_another_file_system_keeps_a_copy(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = Path("/dev/shm")
+    if not elsewhere.is_dir() or os.stat(elsewhere).st_dev == os.stat(project).st_dev:
+        pytest.skip("no second file system to put the journal on")
+    journal_dir = elsewhere / f"tinyagent-journal-test-{os.getpid()}"
+    monkeypatch.setenv("TINYAGENT_FS_JOURNAL_DIR", str(journal_dir))
+    try:
+        fs = local_tools(project)
+        old = os.stat(project / "README.md")
+        written = await fs.write_file("README.md", "# new\n")
+        assert written.ok
+        assert fs.journal is not None
+        kept = os.stat(stored_file(fs.journal, written.data["change_id"]))
+        assert kept.st_dev != old.st_dev
+        assert (await fs.undo()).ok
+        assert (project / "README.md").read_text() == "# Sample\n"
+        await fs.close()
+    finally:
+        shutil.rmtree(journal_dir, ignore_errors=True)
+
+
+async def test_a_journal_inside_the_project_is_refused(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TINYAGENT_FS_JOURNAL_DIR", str(project / "history"))
+    fs = local_tools(project)
+    result = await fs.write_file("README.md", "# new\n")
+    assert result.error is not None and result.error.code == "PERMISSION_DENIED"
+    assert "inside the project" in result.error.message
+    assert (project / "README.md").read_text() == "# Sample\n"
+    await fs.close()
+
+
+async def test_a_change_whose_committed_mark_was_lost_is_completed_not_rolled_back(
+    project: Path,
+) -> None:
+    """The mark is not flushed: after a power loss the entry may still say pending
+    although the commit was durable and reported. Recovery must keep the change."""
+    fs = local_tools(project)
+    assert fs.journal is not None
+    await fs.file_exists("README.md")  # recovery has run for this toolkit
+    fs.journal.finish = lambda change_id: None  # type: ignore[method-assign]
+    written = await fs.write_file("docs/guide.md", "# Rewritten\n")
+    assert written.ok
+    await fs.close()
+    restarted = local_tools(project)
+    await restarted.file_exists("README.md")
+    assert restarted.recovered_changes == [written.data["change_id"]]
+    assert (project / "docs" / "guide.md").read_text() == "# Rewritten\n"
+    undone = await restarted.undo()
+    assert undone.ok, undone.text
+    assert (project / "docs" / "guide.md").read_text() == "# Guide\n\nUse add() to add.\n"
+    await restarted.close()
+
+
+def one_change(root: Path, index: int) -> ChangeSet:
+    change = FileChange(ChangeKind.CREATE, root / f"f{index}.txt", None, b"x\n")
+    return ChangeSet("write_file", (change,), root)
+
+
+def test_a_change_reads_no_manifest_however_many_entries_the_journal_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = UndoJournal(tmp_path / "journal")
+    root = tmp_path / "project"
+    for index in range(KEEP_ENTRIES + PRUNE_SLACK):
+        changeset = one_change(root, index)
+        journal.begin(changeset)
+        journal.finish(changeset.change_id)
+    reads: list[str] = []
+    listings: list[int] = []
+    read, listed = journal._read_manifest, journal._manifest_names
+
+    def counted_read(name: str, change_id: str) -> object:
+        reads.append(name)
+        return read(name, change_id)
+
+    def counted_listing() -> list:
+        listings.append(1)
+        return listed()
+
+    monkeypatch.setattr(journal, "_read_manifest", counted_read)
+    monkeypatch.setattr(journal, "_manifest_names", counted_listing)
+    changes = 3 * PRUNE_SLACK
+    for index in range(changes):
+        changeset = one_change(root, 1000 + index)
+        journal.begin(changeset)
+        journal.finish(changeset.change_id)
+    assert reads == []
+    assert len(listings) <= changes // PRUNE_SLACK  # one look at the size per batch
+    entries = [p for p in journal.directory.iterdir() if ENTRY_NAME.fullmatch(p.name)]
+    assert KEEP_ENTRIES <= len(entries) <= KEEP_ENTRIES + PRUNE_SLACK
+    last = journal.last_undoable()
+    assert last is not None and last.change_id == changeset.change_id
+    assert len(reads) == 1  # the newest manifest, nothing else
+    assert journal.pending() == [] and len(reads) == 1  # none is named pending
+
+
+def test_only_a_change_of_several_steps_is_flushed_before_its_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = UndoJournal(tmp_path / "journal")
+    root = tmp_path / "project"
+    flushed: list[list[str]] = []
+    monkeypatch.setattr(journal_module, "sync_directories", lambda paths: flushed.append(paths))
+    journal.begin(one_change(root, 1))
+    assert flushed == []
+    two = ChangeSet(
+        "apply_patch",
+        tuple(FileChange(ChangeKind.CREATE, root / f"g{i}", None, b"x") for i in range(2)),
+        root,
+    )
+    journal.begin(two)
+    assert flushed == [[str(journal.directory)]]

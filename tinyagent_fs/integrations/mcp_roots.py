@@ -1,0 +1,172 @@
+"""Which folders the server serves, and which of them a tool call works in.
+
+The server is started with one or more ``--root`` folders. A client with MCP
+roots may narrow that set, never widen it: each client root is intersected
+with the ``--root`` folders (a client root inside one is served as it is, one
+that holds a ``--root`` folder serves that folder, one elsewhere is ignored).
+An empty roots list says nothing and leaves the ``--root`` set as it is.
+
+Each served folder has its own ``FileTools`` (its own guard, undo journal and
+read state; one audit log, budget and provider for all), so the path guard of
+exactly one folder checks every call: relative paths belong to the first
+folder, absolute ones to the folder that holds them, and a call whose paths
+lie in different folders, or outside all of them, is refused.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+from urllib.parse import unquote, urlparse
+
+from ..errors import ErrorCode, ToolError
+from ..tools.facade import FileTools
+from ..tools.pipeline import PATH_ARGUMENTS
+
+ToolkitFactory = Callable[[Path], FileTools]
+
+
+def is_within(path: str, folder: str) -> bool:
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+def directory_of_uri(uri: Any) -> str | None:
+    """The real path of a ``file://`` root naming an existing folder, else None."""
+    if not isinstance(uri, str):
+        return None
+    parsed = urlparse(uri)
+    if parsed.scheme != "file" or parsed.netloc not in ("", "localhost"):
+        return None
+    path = unquote(parsed.path)
+    if not path.startswith("/") or "\x00" in path:
+        return None
+    real = os.path.realpath(path)
+    return real if os.path.isdir(real) else None
+
+
+def narrowed(configured: Sequence[str], client_roots: Iterable[str]) -> list[str]:
+    """The client's roots intersected with the configured ones, outermost kept, in client order."""
+    served: list[str] = []
+    for client in client_roots:
+        for root in configured:
+            if is_within(client, root):
+                served.append(client)
+            elif is_within(root, client):
+                served.append(root)
+    unique = list(dict.fromkeys(served))
+    return [p for p in unique if not any(o != p and is_within(p, o) for o in unique)]
+
+
+def path_arguments(args: dict[str, Any]) -> list[str]:
+    """Every path a call names (``read_many_files`` names several)."""
+    found = [args[key] for key in PATH_ARGUMENTS if isinstance(args.get(key), str)]
+    paths = args.get("paths")
+    if isinstance(paths, list):
+        found += [p for p in paths if isinstance(p, str)]
+    return found
+
+
+class ServedRoots:
+    """The ``--root`` folders, what the client narrowed them to, and a toolkit for each."""
+
+    def __init__(self, configured: Sequence[Path], make_toolkit: ToolkitFactory) -> None:
+        self._make_toolkit = make_toolkit
+        self._toolkits: dict[str, FileTools] = {}
+        self._spellings: dict[str, str] = {}
+        """Each ``--root`` as given (made absolute) -> its real path, for paths spelt so."""
+        for given in configured:
+            real = os.path.realpath(given)
+            if real not in self._toolkits:
+                self._toolkits[real] = make_toolkit(Path(given))
+            self._spellings[os.path.normpath(os.path.abspath(given))] = real
+        self.configured: tuple[str, ...] = tuple(self._toolkits)
+        self.served: tuple[str, ...] = self.configured
+
+    @property
+    def toolkits(self) -> list[FileTools]:
+        return list(self._toolkits.values())
+
+    def narrow_to(self, client_uris: Sequence[Any]) -> None:
+        """Serve what the client's roots allow; an empty list keeps the ``--root`` folders."""
+        if not client_uris:
+            self.served = self.configured
+            return
+        folders = [d for uri in client_uris if (d := directory_of_uri(uri)) is not None]
+        self.served = tuple(narrowed(self.configured, folders))
+
+    def toolkit_for(self, tool: str, args: dict[str, Any]) -> FileTools:
+        """The toolkit of the one served folder this call works in; a ToolError says why not."""
+        if not self.served:
+            raise ToolError(
+                ErrorCode.PATH_OUTSIDE_ROOT,
+                "none of the MCP client's roots lies inside the folders this server was "
+                f"started with ({', '.join(self.configured)}), so no folder is served",
+                "ask the person to add a folder inside one of them to the client's roots",
+            )
+        if tool == "undo":
+            return self._undo_toolkit(args.get("change_id"))
+        chosen: str | None = None
+        for raw in path_arguments(args):
+            folder = self._folder_of(raw)
+            if chosen is not None and folder != chosen:
+                raise ToolError(
+                    ErrorCode.INVALID_ARGUMENT,
+                    f"{tool} names paths in two served folders ({chosen} and {folder}); "
+                    "one call works in one folder",
+                    "split the call, or copy across folders with read_file and write_file",
+                )
+            chosen = folder
+        return self._toolkit(chosen or self.served[0])
+
+    def describe(self) -> str:
+        first, *others = self.served or ("(none)",)
+        text = f"Served folders:\n{first}  (relative paths start here)"
+        return "\n".join([text, *others])
+
+    def _folder_of(self, raw: str) -> str:
+        if not raw.replace("\\", "/").startswith("/"):
+            return self.served[0]
+        lexical = os.path.normpath(raw)
+        for spelling, real in self._spellings.items():
+            if is_within(lexical, spelling):
+                lexical = real + lexical[len(spelling) :]
+                break
+        for candidate in (lexical, os.path.realpath(lexical)):
+            holders = [f for f in self.served if is_within(candidate, f)]
+            if holders:
+                return max(holders, key=len)
+        shown = raw if len(raw) <= 200 else raw[:200] + "..."
+        raise ToolError(
+            ErrorCode.PATH_OUTSIDE_ROOT,
+            f"The absolute path {shown!r} is outside every folder this server serves "
+            f"({', '.join(self.served)}).",
+            "Use a path inside one of them (list_allowed_directories lists them); "
+            f"relative paths are resolved against {self.served[0]}.",
+        )
+
+    def _undo_toolkit(self, change_id: Any) -> FileTools:
+        """The folder whose journal holds the change (by default the latest change of all)."""
+        toolkits = [self._toolkit(folder) for folder in self.served]
+        latest: tuple[float, FileTools] | None = None
+        for toolkit in toolkits:
+            if toolkit.journal is None:
+                continue
+            try:
+                if change_id:
+                    if toolkit.journal.get(change_id) is not None:
+                        return toolkit
+                    continue
+                entry = toolkit.journal.last_undoable()
+            except ToolError:  # a malformed id or forged entry: the tool itself will say so
+                continue
+            if entry is not None and (latest is None or entry.created > latest[0]):
+                latest = (entry.created, toolkit)
+        return latest[1] if latest is not None else toolkits[0]
+
+    def _toolkit(self, folder: str) -> FileTools:
+        toolkit = self._toolkits.get(folder)
+        if toolkit is None:
+            toolkit = self._toolkits[folder] = self._make_toolkit(Path(folder))
+        return toolkit
