@@ -417,6 +417,13 @@ def parse_args(
     return args
 
 
+def write_table(output: Path | None, head: list[str], rows: list[str]) -> None:
+    """The header and rows as a result file (bench/results/...), when one is asked for."""
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text("\n".join([*head, *rows]) + "\n", encoding="utf-8")
+
+
 def main(argv: list[str] | None = None, cases: Cases = CASES, doc: str = __doc__) -> int:
     args = parse_args(argv, cases, doc)
     with tempfile.TemporaryDirectory(prefix="tinyagent-bench-") as tmp:
@@ -424,9 +431,7 @@ def main(argv: list[str] | None = None, cases: Cases = CASES, doc: str = __doc__
         head = header(args.provider, workdir)
         print("\n".join(head), flush=True)
         rows = asyncio.run(run(args, workdir, cases))
-    if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text("\n".join([*head, *rows]) + "\n", encoding="utf-8")
+    write_table(args.output, head, rows)
     return 0
 
 

@@ -1,8 +1,9 @@
-"""The tool benchmarks still run end to end; their timings are never asserted on."""
+"""The benchmarks (tools, in-process, patch) still run end to end; timings are never asserted on."""
 
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -19,6 +20,21 @@ def run_bench(*args: str) -> subprocess.CompletedProcess[str]:
         timeout=120,
         check=False,
     )
+
+
+def result_file(script: str, output: Path, *arguments: str) -> list[str]:
+    """The lines ``script`` (in bench/) wrote to ``output``; the first names the command."""
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT.with_name(script)), *arguments, "--output", str(output)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    written = output.read_text(encoding="utf-8").splitlines()
+    assert written[0].startswith("# command: ") and shlex.join(arguments) in written[0]
+    return written
 
 
 def test_quick_read4k_prints_a_ratio_and_writes_the_table_with_its_header(
@@ -44,18 +60,32 @@ def test_unknown_case_is_refused_before_anything_runs() -> None:
 
 
 def test_in_process_bench_prints_each_row_and_the_read_breakdown(tmp_path: Path) -> None:
-    output = tmp_path / "inprocess.txt"
-    done = subprocess.run(
-        [sys.executable, str(INPROCESS), "--quick", "--provider", "local", "--output", str(output)],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    written = output.read_text(encoding="utf-8").splitlines()
-    assert written[0].startswith("# command: ") and "bench_inprocess.py" in written[0]
+    arguments = ("--quick", "--provider", "local")
+    written = result_file(INPROCESS.name, tmp_path / "inprocess.txt", *arguments)
+    assert "bench_inprocess.py" in written[0]
     for row in ("list_directory, 1,000 entries", "glob '**/*'", "read_file 4 KB", "ping"):
         line = next(line for line in written if row in line)
         assert re.search(r"\s\d+\.\d+x(\s|$)", line), line
     assert any(line.strip().startswith("the rest:") for line in written)
+
+
+def test_small_patch_bench_checks_results_and_writes_ratios_under_its_command(
+    tmp_path: Path,
+) -> None:
+    arguments = ("--files", "40", "--rounds", "1", "--providers", "local")
+    written = result_file("bench_patch.py", tmp_path / "patch.txt", *arguments)
+    row = next(line for line in written if line.startswith("apply_patch, local"))
+    assert re.search(r"\d+\.\d+ ms .* \d+\.\d+x$", row)
+    assert any(
+        re.match(r"target apply_patch, local <= 2x git apply \(wall\): .* (PASS|MISS)$", line)
+        for line in written
+    )
+
+
+def test_ab_bench_runs_both_trees_in_turns_and_reports_paired_ratios(tmp_path: Path) -> None:
+    arguments = ("--baseline", "HEAD", "--rounds", "2", "--files", "30")
+    written = result_file("bench_patch_ab.py", tmp_path / "patch_ab.txt", *arguments)
+    assert len([line for line in written if line.startswith("round ")]) == 2
+    assert any(
+        re.match(r"wall: HEAD .* median of per-round ratios x\d+\.\d\d$", line) for line in written
+    )

@@ -1,6 +1,6 @@
 """The in-process provider under a symlink race: a thread keeps swapping a folder of
-the root for a symlink to a folder outside while the tools write, edit, move, delete
-and read in it. Nothing outside may ever be created, changed, removed or read."""
+the root for a symlink to a folder outside while the tools write, edit, patch, move,
+delete and read in it. Nothing outside may ever be created, changed, removed or read."""
 
 from __future__ import annotations
 
@@ -17,6 +17,11 @@ from tinyagent_fs.providers import LocalProvider
 
 ROUNDS = 150
 OUTSIDE_SECRET = b"outside secret\n"
+OUTSIDE_PATCH = (
+    "*** Begin Patch\n*** Update File: sub/x.txt\n@@\n-outside secret\n+x\n*** End Patch\n"
+)
+"""Fits only the file outside: planned at all (applied, or a CONFLICT at commit), it was read."""
+ADDING_PATCH = "*** Begin Patch\n*** Add File: sub/added{}.txt\n+added\n*** End Patch\n"
 AT_FDCWD = -100
 RENAME_EXCHANGE = 2
 
@@ -62,11 +67,17 @@ async def test_a_flipping_folder_never_lets_a_change_or_a_read_out(tmp_path: Pat
                 ("delete_path", {"path": "sub/keep.txt"}),
                 ("read_file", {"path": "sub/x.txt"}),
                 ("read_file", {"path": "sub/keep.txt"}),
+                ("apply_patch", {"patch": OUTSIDE_PATCH}),
+                ("apply_patch", {"patch": ADDING_PATCH.format(round_)}),
                 ("read_file", {"path": "sub/keep.txt", "tail": 1}),
             ]
             for name, args in calls:
                 result = await fs.call(name, args)
-                if "outside secret" in result.text:
+                if args.get("patch") == OUTSIDE_PATCH:  # its text quotes the hunk
+                    conflict = result.error is not None and result.error.code == "CONFLICT"
+                    if result.ok or conflict:
+                        leaked.append(f"{name}: a patch fitting the outside file was planned")
+                elif "outside secret" in result.text:
                     leaked.append(f"{name}: {result.text[:80]}")
     finally:
         stop.set()

@@ -187,3 +187,15 @@ def test_planning_a_50_file_patch_and_a_hunk_in_a_100k_line_file_is_fast() -> No
     assert len(planned) == 50
     assert all("    return -" in (p.new_text or "") for p in planned)
     assert fifty < 1.0 and large < 1.0
+
+
+def test_added_lines_keep_the_endings_a_patch_with_mixed_endings_gives_them() -> None:
+    """``git diff`` of a CRLF file: LF headers, CRLF content; a lone CR in a commit
+    message above the diff is a line break too, and must not shift the numbering."""
+    mixed = "note\rmore\n--- a/x\n+++ b/x\n@@ -1,2 +1,5 @@\n a\r\n+b\r\n+c\n d\r\n+e\r\n"
+    (file,) = parse_patch(mixed).files
+    added = [(line.text, line.ending) for line in file.hunks[0].lines if line.op == "+"]
+    assert added == [("b", "\r\n"), ("c", "\n"), ("e", "\r\n")]
+    converted = mixed.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\r\n")
+    (file,) = parse_patch(converted).files
+    assert {line.ending for line in file.hunks[0].lines} == {""}

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tinyagent_fs import text as text_module
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.text import (
     DecodedText,
@@ -269,3 +270,30 @@ def test_a_patched_nbsp_stays_an_nbsp() -> None:
     decoded = decode_text("a\u00a0b = 1\nc = 2\n".encode("latin-1"))
     changed = decoded.text.replace("c = 2", "c = 3")
     assert encode_text(changed, decoded) == "a\u00a0b = 1\nc = 3\n".encode("latin-1")
+
+
+NEARLY_ASCII = {
+    "latin-1 comment": "# Copyright (c) 2001 Fran\u00e7ois\nx = 1\n".encode("latin-1"),
+    "latin-1, two accents": b"# caf\xe9 \xa0\nprint('hi')\n",
+    "cp1252 quotes": "say \u201chi\u201d\n".encode("cp1252"),
+    "seven accents": "\u00e9\u00e8\u00ea\u00eb\u00e0\u00e2\u00e4 ok\n".encode("latin-1"),
+    "two kana": "\uff71\uff72 kana\n".encode("shift_jis"),
+    "one kanji": "\u65e5 one\n".encode("shift_jis"),
+    "two kanji": "\u65e5\u672c two\n".encode("shift_jis"),
+    "three hanzi gbk": "\u4e2d\u6587\u5b57\n".encode("gbk"),
+    "two hangul": "\ud55c\uae00\n".encode("euc_kr"),
+    "three cyrillic": "\u043c\u0438\u0440 x\n".encode("cp1251"),
+    "big5 pair": "\u4e2d\u6587\n".encode("big5"),
+}
+
+
+@pytest.mark.parametrize("data", NEARLY_ASCII.values(), ids=NEARLY_ASCII.keys())
+def test_a_nearly_ascii_legacy_file_decodes_as_the_detector_would_decide(
+    data: bytes, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files with a few non-ASCII bytes skip the (slow) detector when it cannot change
+    the answer; the answer is the one asking it gives."""
+    quick = decode_text(data)
+    monkeypatch.setattr(text_module, "_western_for_sure", lambda data: False)
+    assert decode_text(data) == quick
+    assert encode_text(quick.text, quick) == data

@@ -15,8 +15,9 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from .diff import text_hunks, unified_hunks
+from .diff import Opcode, aligns, text_hunks, unified_hunks
 from .digest import content_hash
+from .text import split_lines
 
 DIFF_CONTEXT = 3
 DIRECTORY = "directory"
@@ -52,6 +53,9 @@ class FileChange:
     old_text: str | None = None
     new_text: str | None = None
     note: str = ""
+    line_opcodes: tuple[Opcode, ...] | None = None
+    """How old and new lines align, when the plan knows it already (a patch's hunks
+    are the diff): spares diffing the texts again. Used only if it fits them."""
 
     @property
     def expected_hash(self) -> str:
@@ -67,6 +71,10 @@ class FileChange:
     def _hunks(self) -> list[str] | None:
         """The diff's hunks, computed once (reviews, results and audit all show it);
         None when either side is not text."""
+        if self.line_opcodes is not None:
+            planned = self._planned_hunks(self.line_opcodes)
+            if planned is not None:
+                return planned
         old_text = display_text(self.old_bytes, self.old_text)
         new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
@@ -82,6 +90,18 @@ class FileChange:
             elif line.startswith("-"):
                 removed += 1
         return added, removed
+
+    def _planned_hunks(self, codes: tuple[Opcode, ...]) -> list[str] | None:
+        """The hunks ``codes`` give; None unless they truly align the two texts."""
+        old_text = display_text(self.old_bytes, self.old_text)
+        new_text = display_text(self.new_bytes, self.new_text)
+        if old_text is None or new_text is None:
+            return None
+        old, new = split_lines(old_text), split_lines(new_text)
+        if not aligns(old, new, codes):
+            return None
+        hunks = unified_hunks(old, new, DIFF_CONTEXT, list(codes))
+        return [_ensure_newline(line) for line in hunks]
 
     def line_counts(self) -> tuple[int, int]:
         """(+added, -removed) lines of this change's diff."""

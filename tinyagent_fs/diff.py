@@ -36,9 +36,16 @@ the start is found at once, doubling up to a size where a slice costs no more
 than the comparison."""
 
 
-def unified_hunks(old: Sequence[str], new: Sequence[str], context: int = 3) -> Iterator[str]:
-    """The hunks of a unified diff (no file header), lines keeping their endings."""
-    return _hunks(opcodes(old, new), _slicer(old), _slicer(new), context)
+def unified_hunks(
+    old: Sequence[str], new: Sequence[str], context: int = 3, codes: list[Opcode] | None = None
+) -> Iterator[str]:
+    """The hunks of a unified diff (no file header), lines keeping their endings.
+
+    ``codes``: an alignment the caller already knows (a patch's hunks are one),
+    which must satisfy ``aligns``; None: computed here.
+    """
+    known = opcodes(old, new) if codes is None else codes
+    return _hunks(known, _slicer(old), _slicer(new), context)
 
 
 def text_hunks(old: str, new: str, context: int = 3) -> Iterator[str]:
@@ -163,6 +170,19 @@ def opcodes(old: Sequence[str], new: Sequence[str]) -> list[Opcode]:
     out: list[Opcode] = []
     _align(old, 0, len(old), new, 0, len(new), out)
     return _merged(out)
+
+
+def aligns(old: Sequence[str], new: Sequence[str], codes: Sequence[Opcode]) -> bool:
+    """Whether ``codes`` turn ``old`` into ``new``: contiguous, covering both sides,
+    and every "equal" stretch really equal. Any such alignment is a true diff."""
+    i = j = 0
+    for tag, i1, i2, j1, j2 in codes:
+        if (i1, j1) != (i, j) or i2 < i1 or j2 < j1:
+            return False
+        if tag == "equal" and (i2 - i1 != j2 - j1 or old[i1:i2] != new[j1:j2]):
+            return False
+        i, j = i2, j2
+    return (i, j) == (len(old), len(new))
 
 
 def _align(

@@ -16,6 +16,7 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+from tinyagent_fs.diff import Opcode
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.patch_apply import PatchedText, apply_file_patch, patch_text
 from tinyagent_fs.patch_model import FilePatch, Hunk, HunkLine
@@ -57,18 +58,23 @@ class PlannedFile:
     old_text: str | None = None
     notes: tuple[str, ...] = ()
     mode: int | None = None
+    alignment: tuple[Opcode, ...] | None = None
+    """How old and new lines correspond (see ``PatchedText``)."""
 
 
 def plan_patch(
-    patch: str, read_text: ReadText, encoding_of: Callable[[str], str | None] | None = None
+    patch: str | ParsedPatch,
+    read_text: ReadText,
+    encoding_of: Callable[[str], str | None] | None = None,
 ) -> list[PlannedFile]:
-    """Parse and apply every section in memory; any ToolError means nothing is planned.
+    """Parse (unless the caller already did) and apply every section in memory; any
+    ToolError means nothing is planned.
 
     ``encoding_of`` names a file's encoding: a patch read from bytes that are not
     UTF-8 (``git diff`` of a latin-1 file) carries them as surrogate escapes, which
     are turned into that file's characters before matching.
     """
-    parsed = parse_patch(patch)
+    parsed = parse_patch(patch) if isinstance(patch, str) else patch
     _refuse_repeated_paths(parsed.files)
     planned: list[PlannedFile] = []
     for fp in parsed.files:
@@ -80,7 +86,16 @@ def plan_patch(
         dest = fp.move_to if fp.move_to and _same(fp.move_to) != _same(fp.path) else None
         kind = "move" if dest is not None else fp.kind
         planned.append(
-            PlannedFile(kind, fp.path, dest, outcome.text, old_text, outcome.notes, fp.mode)
+            PlannedFile(
+                kind,
+                fp.path,
+                dest,
+                outcome.text,
+                old_text,
+                outcome.notes,
+                fp.mode,
+                outcome.alignment,
+            )
         )
     return planned
 
@@ -89,15 +104,16 @@ def _in_file_encoding(fp: FilePatch, encoding: str | None) -> FilePatch:
     if encoding is None or encoding.startswith("utf"):
         return fp
     hunks = tuple(
-        replace(
-            hunk,
-            lines=tuple(
-                replace(line, text=_transcoded(line.text, encoding)) for line in hunk.lines
-            ),
-        )
+        replace(hunk, lines=tuple(_line_in(line, encoding) for line in hunk.lines))
+        if any(has_escaped_bytes(line.text) for line in hunk.lines)
+        else hunk
         for hunk in fp.hunks
     )
     return replace(fp, hunks=hunks)
+
+
+def _line_in(line: HunkLine, encoding: str) -> HunkLine:
+    return line._replace(text=_transcoded(line.text, encoding))
 
 
 def _transcoded(text: str, encoding: str) -> str:

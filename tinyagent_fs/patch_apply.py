@@ -11,10 +11,11 @@ and, under an indentation tolerance, the file's indentation.
 
 from __future__ import annotations
 
-from bisect import bisect_left
+import functools
 from dataclasses import dataclass
 from itertools import accumulate
 
+from tinyagent_fs.diff import Opcode
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.match_hints import describe_regions, list_lines, nearest_regions
 from tinyagent_fs.matching import MAX_CANDIDATES, TOLERANCE_NOTES
@@ -34,10 +35,16 @@ _SHOWN_HUNK_LINES = 6
 @dataclass(frozen=True)
 class PatchedText:
     """A file's text after its section is applied (None: deleted) and, for each hunk
-    placed with a tolerance, a note saying so."""
+    placed with a tolerance, a note saying so.
+
+    ``alignment`` is how the lines of the old and new text correspond, as the
+    placed hunks say (the review diff is built from it, not recomputed); None
+    where there is nothing to align (added or deleted files).
+    """
 
     text: str | None
     notes: tuple[str, ...] = ()
+    alignment: tuple[Opcode, ...] | None = None
 
 
 def apply_file_patch(fp: FilePatch, current_text: str | None, file_newline: str) -> str | None:
@@ -79,36 +86,62 @@ def _added_text(fp: FilePatch) -> str:
 
 class _LineSearch:
     """Finds runs of lines by joining normalised lines with "\\n" and using
-    ``str.find``: linear, and fast even for a 100k-line file."""
+    ``str.find``: linear, and fast even for a 100k-line file. A hunk that is where
+    its line numbers say (``fits_at``) needs no search and no joined text at all."""
 
-    def __init__(self, contents: list[str]) -> None:
-        self.contents = contents
+    def __init__(self, text: str, lines: list[str]) -> None:
+        self.text = text
+        self.lines = lines
         self._joined: dict[str, tuple[str, list[int]]] = {}
+
+    @functools.cached_property
+    def contents(self) -> list[str]:
+        """Each line without its ending."""
+        plain = self.text.splitlines()
+        if len(plain) == len(self.lines):  # no separators but \n, \r\n and \r
+            return plain
+        return [line_content(line) for line in self.lines]
+
+    def fits_at(self, needle: list[str], start: int) -> bool:
+        """Whether the file's lines from ``start`` are exactly ``needle``."""
+        end = start + len(needle)
+        if start < 0 or end > len(self.lines):
+            return False
+        return all(
+            line_content(line) == wanted
+            for line, wanted in zip(self.lines[start:end], needle, strict=True)
+        )
 
     def positions(self, needle: list[str], stage: LineStage, start: int) -> list[int]:
         """0-based starts (>= ``start``, overlapping allowed) where ``needle`` fits."""
-        if not needle or start + len(needle) > len(self.contents):
+        if not needle or start + len(needle) > len(self.lines):
             return []
-        haystack, offsets = self._normalized(stage)
+        haystack, lengths_before = self._normalized(stage)
         key = "\n" + "\n".join(stage.normalize(line) for line in needle) + "\n"
         found: list[int] = []
-        position = haystack.find(key, offsets[start] - 1)
+        line = start
+        before = start + lengths_before[start]  # where the "\n" ahead of line ``start`` is
+        position = haystack.find(key, before)
         while position >= 0 and len(found) < MAX_CANDIDATES:
-            found.append(bisect_left(offsets, position + 1))
+            line += haystack.count("\n", before, position)
+            found.append(line)
+            before = position
             position = haystack.find(key, position + 1)
         return found
 
     def _normalized(self, stage: LineStage) -> tuple[str, list[int]]:
+        """The normalised lines joined, and for each line the length of all before it."""
         if stage.name not in self._joined:
-            lines = [stage.normalize(line) for line in self.contents]
-            offsets = [1 + end for end in accumulate((len(line) + 1 for line in lines), initial=0)]
-            self._joined[stage.name] = ("\n" + "\n".join(lines) + "\n", offsets)
+            exact = stage is LINE_STAGES[0]
+            lines = self.contents if exact else [stage.normalize(line) for line in self.contents]
+            lengths_before = [0, *accumulate(map(len, lines))]
+            self._joined[stage.name] = ("\n" + "\n".join(lines) + "\n", lengths_before)
         return self._joined[stage.name]
 
 
 def _update(fp: FilePatch, text: str, newline: str) -> PatchedText:
     lines = split_lines(text)
-    search = _LineSearch([line_content(line) for line in lines])
+    search = _LineSearch(text, lines)
     cursor = drift = 0
     placed: list[tuple[int, Hunk, IndentShift | None]] = []
     notes: list[str] = []
@@ -120,7 +153,9 @@ def _update(fp: FilePatch, text: str, newline: str) -> PatchedText:
             notes.append(f"{fp.path}: {_hunk_name(hunk, number)} {TOLERANCE_NOTES[stage]}")
         placed.append((start, hunk, shift))
         cursor = start + len(hunk.old_lines)
-    return PatchedText(_assemble(text, lines, placed, fp.style, newline), tuple(notes))
+    alignment = _Alignment()
+    new_text = _assemble(text, lines, placed, fp.style, newline, alignment)
+    return PatchedText(new_text, tuple(notes), alignment.finish(len(lines)))
 
 
 def _locate(
@@ -137,12 +172,20 @@ def _locate(
         position = _find_anchor(fp, hunk, number, search, anchor, position) + 1
     if hunk.anchors and old and old[0].strip() == hunk.anchors[-1].strip():
         position -= 1
-    size = len(search.contents)
+    size = len(search.lines)
     hint = None if hunk.old_start is None else hunk.old_start - 1 + drift
     if not old:
         if hunk.end_of_file or (hint is None and not hunk.anchors):
             return size, "exact", None
         return (position if hint is None else min(max(hint, position), size)), "exact", None
+    if (
+        hint is not None
+        and not hunk.anchors
+        and hint >= position
+        and (not hunk.end_of_file or hint + len(old) == size)
+        and search.fits_at(old, hint)
+    ):  # an exact match at the stated line is the one a search would settle on
+        return hint, "exact", None
     for stage in LINE_STAGES:
         found: list[tuple[int, IndentShift | None]] = []
         for start in search.positions(old, stage, position):
@@ -201,10 +244,10 @@ def _check_deleted_content(fp: FilePatch, text: str) -> None:
     if not fp.hunks:
         return
     old = [line for hunk in fp.hunks for line in hunk.old_lines]
-    contents = [line_content(line) for line in split_lines(text)]
-    search = _LineSearch(contents)
-    if len(old) == len(contents) and any(
-        0 in search.positions(old, stage, 0) for stage in LINE_STAGES
+    search = _LineSearch(text, split_lines(text))
+    contents = search.contents
+    if len(old) == len(contents) and (
+        old == contents or any(0 in search.positions(old, stage, 0) for stage in LINE_STAGES)
     ):
         return
     raise ToolError(
@@ -222,10 +265,11 @@ def _assemble(
     placed: list[tuple[int, Hunk, IndentShift | None]],
     style: str,
     newline: str,
+    alignment: _Alignment,
 ) -> str:
     """Untouched stretches as slices of ``text``; hunks as context lines from the file
-    and added lines with the ending of the lines they replace (``_AddedLineEndings``)."""
-    offsets = [0, *accumulate(len(line) for line in lines)]
+    and added lines with the ending of the lines they replace (``_AddedLineEndings``).
+    ``alignment`` is told, line by line, what became of each."""
     pieces: list[str] = []
 
     def emit(piece: str) -> None:
@@ -236,10 +280,12 @@ def _assemble(
 
     previous = 0
     for start, hunk, shift in placed:
-        emit(text[offsets[previous] : offsets[start]])
+        emit("".join(lines[previous:start]))
+        alignment.keep(start - previous)
         index = start
         endings = _AddedLineEndings(newline)
         for line in hunk.lines:
+            alignment.take(line.op)
             if line.op == " ":
                 emit(lines[index])
                 endings.saw_context(lines[index])
@@ -251,11 +297,56 @@ def _assemble(
                 emit(added + ("" if line.no_newline else line.ending or ending))
             index += line.op != "+"
         previous = index
-    emit(text[offsets[previous] :])
+    emit("".join(lines[previous:]))
     result = "".join(pieces)
     if style == "codex" and text and not text.endswith(("\n", "\r")):
         return _without_final_break(result)
     return result
+
+
+class _Alignment:
+    """Opcodes (as ``difflib`` spells them) built while the hunks are applied: kept
+    lines are "equal", each run of removed and added lines one change."""
+
+    def __init__(self) -> None:
+        self.codes: list[Opcode] = []
+        self.old = self.new = 0
+        self.removed = self.added = 0
+
+    def keep(self, count: int) -> None:
+        if not count:
+            return
+        self._close_change()
+        last = self.codes[-1] if self.codes else None
+        if last is not None and last[0] == "equal":
+            self.codes[-1] = ("equal", last[1], self.old + count, last[3], self.new + count)
+        else:
+            self.codes.append(("equal", self.old, self.old + count, self.new, self.new + count))
+        self.old += count
+        self.new += count
+
+    def take(self, op: str) -> None:
+        if op == " ":
+            self.keep(1)
+        elif op == "-":
+            self.removed += 1
+        else:
+            self.added += 1
+
+    def finish(self, old_count: int) -> tuple[Opcode, ...]:
+        """The opcodes once the rest of the file (up to ``old_count`` lines) is kept."""
+        self._close_change()
+        self.keep(old_count - self.old)
+        return tuple(self.codes)
+
+    def _close_change(self) -> None:
+        if not (self.removed or self.added):
+            return
+        tag = "replace" if self.removed and self.added else "delete" if self.removed else "insert"
+        old_end, new_end = self.old + self.removed, self.new + self.added
+        self.codes.append((tag, self.old, old_end, self.new, new_end))
+        self.old, self.new = old_end, new_end
+        self.removed = self.added = 0
 
 
 class _AddedLineEndings:

@@ -7,7 +7,9 @@ carries (line-number hints and no-newline markers exist only in unified diffs).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from tinyagent_fs.errors import ErrorCode, ToolError
 
@@ -35,12 +37,13 @@ UNIFIED_FORMAT = """\
 +    added line"""
 
 
-@dataclass(frozen=True)
-class HunkLine:
+class HunkLine(NamedTuple):
     """``op`` is " " (context), "-" (removed) or "+" (added); ``text`` has no ending.
 
     ``no_newline`` records a following ``\\ No newline at end of file``; ``ending``
     is the line break the patch itself gives an added line ("" when it states none).
+    A named tuple: a real patch has tens of thousands of these, and no record is
+    cheaper to make.
     """
 
     op: str
@@ -65,7 +68,7 @@ class Hunk:
     old_start: int | None = None
     end_of_file: bool = False
 
-    @property
+    @functools.cached_property
     def old_lines(self) -> list[str]:
         return [line.text for line in self.lines if line.op != "+"]
 

@@ -24,6 +24,7 @@ _MOVE = re.compile(r"^\*\*\* Move to:(.*)$")
 _BEGIN = "*** Begin Patch"
 _END = "*** End Patch"
 _END_OF_FILE = "*** End of File"
+_CRLF = re.compile("\r\n")
 _NUMBERED = re.compile(r"^-(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@(.*)$")
 
 
@@ -38,47 +39,73 @@ class ParsedPatch:
 def parse_patch(patch: str) -> ParsedPatch:
     """Parse either format; INVALID_ARGUMENT with the patch line number otherwise."""
     raw = split_lines(patch)
-    lines = _unwrap_heredoc([(number, line.rstrip("\r\n")) for number, line in enumerate(raw, 1)])
-    crlf = _crlf_lines(raw)
-    content = [(number, line) for number, line in lines if line.strip()]
-    if not content:
+    plain = patch.splitlines()
+    if len(plain) != len(raw):  # separators split_lines does not split on
+        plain = [line.rstrip("\r\n") for line in raw]
+    lines = _unwrap_heredoc(list(enumerate(plain, 1)))
+    crlf = _crlf_lines(patch, len(raw))
+    first = _first_content(lines)
+    if first is None:
         raise ToolError(
             ErrorCode.INVALID_ARGUMENT, "the patch is empty", "expected format:\n" + CODEX_FORMAT
         )
-    if content[0][1].strip() == _BEGIN:
-        files, style = _parse_codex(lines), "codex"
-    elif any(line.startswith(("--- ", "diff --git ", "@@ ")) for _, line in content):
+    if lines[first][1].strip() == _BEGIN:
+        files, style = _parse_codex(lines, first), "codex"
+    elif any(line.startswith(("--- ", "diff --git ", "@@ ")) for _, line in lines[first:]):
         files, style = parse_unified(lines, crlf), "unified"
     else:
         raise malformed(
-            content[0][0],
+            lines[first][0],
             f"this is neither a '{_BEGIN}' patch nor a unified diff (it starts with "
-            f"{content[0][1][:60]!r})",
+            f"{lines[first][1][:60]!r})",
             "codex",
         )
     if not files:
-        raise malformed(content[-1][0], "the patch changes no file", style)
+        raise malformed(lines[_last_content(lines)][0], "the patch changes no file", style)
     return ParsedPatch(files, style)
 
 
-def _crlf_lines(raw: list[str]) -> frozenset[int]:
+def _first_content(lines: list[PatchLine]) -> int | None:
+    """Index of the first line that is not blank; None when all are."""
+    return next((index for index, (_, line) in enumerate(lines) if line.strip()), None)
+
+
+def _last_content(lines: list[PatchLine]) -> int:
+    """Index of the last line that is not blank (there is one)."""
+    return next(index for index in range(len(lines) - 1, -1, -1) if lines[index][1].strip())
+
+
+def _crlf_lines(patch: str, line_count: int) -> frozenset[int]:
     """Numbers of the lines ending in CRLF, when the patch mixes endings (as ``git diff``
     of a CRLF file does: LF headers, CRLF content). A patch that is CRLF throughout was
     converted in transport (an editor, a clipboard), so it states no endings."""
-    crlf = frozenset(number for number, line in enumerate(raw, 1) if line.endswith("\r\n"))
-    broken = sum(1 for line in raw if line.endswith(("\n", "\r")))
-    return crlf if len(crlf) < broken else frozenset()
+    numbers: list[int] = []
+    line, searched = 1, 0
+    for found in _CRLF.finditer(patch):
+        start = found.start()
+        line += _breaks(patch, searched, start)
+        numbers.append(line)
+        line, searched = line + 1, start + 2
+    broken = line_count - (1 if patch and patch[-1] not in "\r\n" else 0)
+    return frozenset(numbers) if len(numbers) < broken else frozenset()
+
+
+def _breaks(text: str, start: int, end: int) -> int:
+    """Line breaks (\\n, \\r\\n, \\r) in ``text[start:end]``."""
+    return (
+        text.count("\n", start, end) + text.count("\r", start, end) - text.count("\r\n", start, end)
+    )
 
 
 def _unwrap_heredoc(lines: list[PatchLine]) -> list[PatchLine]:
     """The body of ``apply_patch <<'EOF' ... EOF`` (also <<EOF, <<"EOF", any word)."""
-    content = [index for index, (_, line) in enumerate(lines) if line.strip()]
-    if not content:
+    first = _first_content(lines)
+    if first is None:
         return lines
-    first, last = content[0], content[-1]
     opened = _HEREDOC.match(lines[first][1])
     if opened is None:
         return lines
+    last = _last_content(lines)
     word = opened.group(2)
     if last == first or lines[last][1].strip() != word:
         raise malformed(
@@ -89,8 +116,8 @@ def _unwrap_heredoc(lines: list[PatchLine]) -> list[PatchLine]:
     return lines[first + 1 : last]
 
 
-def _parse_codex(lines: list[PatchLine]) -> list[FilePatch]:
-    start = next(index for index, (_, line) in enumerate(lines) if line.strip())
+def _parse_codex(lines: list[PatchLine], start: int) -> list[FilePatch]:
+    """``start``: the index of the ``*** Begin Patch`` line."""
     files: list[FilePatch] = []
     index = start + 1
     while True:

@@ -157,35 +157,33 @@ def _hunk(lines: list[PatchLine], index: int, crlf: frozenset[int]) -> tuple[Hun
     old_seen = new_seen = 0
     index += 1
     while old_seen < old_count or new_seen < new_count:
-        if index >= len(lines) or not _is_body_line(lines[index][1]):
-            where = (
-                "the patch ends"
-                if index >= len(lines)
-                else f"line {lines[index][0]} is no hunk line"
-            )
+        at, line = lines[index] if index < len(lines) else (0, "")
+        op = line[:1] or " "
+        if index >= len(lines) or op not in " -+\\":
+            where = "the patch ends" if index >= len(lines) else f"line {at} is no hunk line"
             raise malformed(
                 number,
                 f"the hunk {header.strip()!r} is cut short ({where}) after {old_seen} of "
                 f"{old_count} old and {new_seen} of {new_count} new lines",
                 "unified",
             )
-        line = lines[index][1]
-        if line.startswith("\\"):
-            _mark_no_newline(body, lines[index][0])
+        if op == " ":
+            old_seen += 1
+            new_seen += 1
+            body.append(HunkLine(" ", line[1:]))
+        elif op == "-":
+            old_seen += 1
+            body.append(HunkLine("-", line[1:]))
+        elif op == "+":
+            new_seen += 1
+            ending = ("\r\n" if at in crlf else "\n") if crlf else ""
+            body.append(HunkLine("+", line[1:], False, ending))
         else:
-            op = line[0] if line else " "
-            old_seen += op != "+"
-            new_seen += op != "-"
-            if old_seen > old_count or new_seen > new_count:
-                raise malformed(
-                    lines[index][0],
-                    f"the hunk {header.strip()!r} has more lines than its header counts",
-                    "unified",
-                )
-            ending = ""
-            if crlf and op == "+":
-                ending = "\r\n" if lines[index][0] in crlf else "\n"
-            body.append(HunkLine(op, line[1:], ending=ending))
+            _mark_no_newline(body, at)
+        if old_seen > old_count or new_seen > new_count:
+            raise malformed(
+                at, f"the hunk {header.strip()!r} has more lines than its header counts", "unified"
+            )
         index += 1
     if index < len(lines) and lines[index][1].startswith("\\"):
         _mark_no_newline(body, lines[index][0])
@@ -199,10 +197,6 @@ def _hunk(lines: list[PatchLine], index: int, crlf: frozenset[int]) -> tuple[Hun
         end_of_file=bool(old_side) and old_side[-1].no_newline,
     )
     return hunk, index
-
-
-def _is_body_line(line: str) -> bool:
-    return not line or line[0] in " +-\\"
 
 
 def _mark_no_newline(body: list[HunkLine], number: int) -> None:

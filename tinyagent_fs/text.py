@@ -137,6 +137,9 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 _WORD = re.compile(r"[^\W\d_]+")
 _SCORED_CHARS = 65536
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_NON_ASCII = re.compile(r"[^\x00-\x7f]+")
+_ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
+_ASCII_BYTES = bytes(range(128))
 
 
 @dataclass(frozen=True)
@@ -241,7 +244,7 @@ def first_ending_index(text: str, ending: str) -> int:
 
 def has_escaped_bytes(text: str) -> bool:
     """Whether ``text`` carries undecodable bytes as surrogate escapes (``surrogateescape``)."""
-    return any("\udc80" <= char <= "\udcff" for char in text)
+    return _ESCAPED_BYTE.search(text) is not None
 
 
 def encode_text(text: str, like: DecodedText) -> bytes:
@@ -402,7 +405,7 @@ def _legacy_decode(data: bytes) -> tuple[str, str] | None:
     western = _decode_exact(data, western_name)
     if western is None:
         western_name, western = "latin-1", data.decode("latin-1")
-    best = charset_normalizer.from_bytes(data).best()
+    best = None if _western_for_sure(data) else charset_normalizer.from_bytes(data).best()
     if best is not None:
         encoding = _codec_name(best.encoding)
         text = _decode_exact(data, encoding) if encoding not in _WESTERN else None
@@ -414,11 +417,30 @@ def _legacy_decode(data: bytes) -> tuple[str, str] | None:
     return western, western_name
 
 
+def _western_for_sure(data: bytes) -> bool:
+    """Whether no decoding the detector could propose would pass ``_one_other_script``,
+    so asking it (milliseconds for a source file) cannot change the answer.
+
+    Every non-ASCII letter takes at least one byte of 0x80 or more in the code pages
+    meant here (ASCII-compatible ones): with fewer such bytes than a single-byte code
+    page needs letters, only the multi-byte ones, which need fewer, could pass, and
+    those are tried directly. A file with a stray accented letter in a comment, the
+    usual legacy-encoded source file, is decided without the detector.
+    """
+    if len(data.translate(None, _ASCII_BYTES)) >= _MIN_LETTERS_SINGLE_BYTE:
+        return False
+    for encoding in _MULTIBYTE:
+        text = _decode_exact(data, encoding)
+        if text is not None and _one_other_script(text, _MIN_LETTERS_MULTIBYTE):
+            return False
+    return True
+
+
 def _one_other_script(text: str, needed: int) -> bool:
     """Whether the text's non-ASCII letters are (nearly) all of one non-Latin script."""
     scripts: dict[str, int] = {}
-    for char in text[:_SCORED_CHARS]:
-        if char.isascii() or not char.isalpha():
+    for char in "".join(_NON_ASCII.findall(text[:_SCORED_CHARS])):
+        if not char.isalpha():
             continue
         script = unicodedata.name(char, "UNKNOWN").split(" ")[0]
         script = "CJK" if script in _EAST_ASIAN else script

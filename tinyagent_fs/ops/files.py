@@ -93,6 +93,24 @@ def file_identity(info: os.stat_result) -> str:
     return f"{info.st_dev}:{info.st_ino}:{info.st_size}:{info.st_mtime_ns}:{info.st_ctime_ns}"
 
 
+def read_files(paths: list[str], max_bytes: int) -> list[bytes | None]:
+    """Several whole files in one call, None for each that does not exist.
+
+    A patch reads hundreds of files; through a sandboxed worker one call is one
+    round trip, so they are read together. Any other failure is raised as
+    ``read_bytes`` raises it.
+    """
+    found: list[bytes | None] = []
+    for path in paths:
+        try:
+            found.append(read_bytes(path, max_bytes))
+        except ToolError as error:
+            if error.code is not ErrorCode.NOT_FOUND:
+                raise
+            found.append(None)
+    return found
+
+
 def stat_path(path: str) -> dict[str, Any] | None:
     """Metadata without following a final symlink; None when nothing is there."""
     try:

@@ -144,6 +144,23 @@ class ToolContext:
                 return None
             raise
 
+    async def read_existing_files(self, paths: list[Path]) -> list[bytes | None]:
+        """``read_existing`` of each path, in one provider call (one round trip to a
+        sandboxed worker). When that call fails the files are read one by one, so the
+        error is the one ``read_existing`` gives, naming the file it is about."""
+        try:
+            found: list[bytes | None] = await self.provider.call(
+                "read_files",
+                paths=[str(path) for path in paths],
+                max_bytes=self.policy.max_file_bytes,
+            )
+        except ToolError:
+            return [await self.read_existing(path) for path in paths]
+        for data in found:
+            if data is not None:
+                self.limiter.charge_bytes(len(data))
+        return found
+
     async def read_text(self, path: Path) -> tuple[bytes, DecodedText]:
         data = await self.read_bytes(path)
         return data, decode_text(data, self.relative(path))

@@ -20,20 +20,13 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     parsed = parse_patch(args["patch"])
     if not parsed.files:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "the patch changes no files")
-    paths: dict[str, Path] = {}
-    current: dict[Path, bytes | None] = {}
-    formats: dict[Path, DecodedText] = {}
-    for section in parsed.files:
-        for raw in (section.path, section.move_to):
-            if raw is None or raw in paths:
-                continue
-            path = ctx.resolve(raw, for_write=True)
-            paths[raw] = path
-            data = await ctx.read_existing(path)
-            await ctx.check_unchanged(path, data)
-            current[path] = data
-            if data is not None:
-                formats[path] = decode_text(data, ctx.relative(path))
+    paths = {
+        raw: ctx.resolve(raw, for_write=True)
+        for section in parsed.files
+        for raw in (section.path, section.move_to)
+        if raw is not None
+    }
+    current, formats = await _read_current(ctx, list(dict.fromkeys(paths.values())))
 
     def read_text(raw: str) -> tuple[str, str] | None:
         decoded = formats.get(paths[raw])
@@ -43,18 +36,17 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         decoded = formats.get(paths[raw])
         return None if decoded is None else decoded.encoding
 
-    planned = plan_patch(args["patch"], read_text, encoding_of)
+    planned = plan_patch(parsed, read_text, encoding_of)
+    new_dirs = await _missing_folders(
+        ctx, [paths[item.dest if item.dest is not None else item.path] for item in planned]
+    )
     changes: list[FileChange] = []
-    new_dirs: list[Path] = []
     notes: list[str] = []
     for item in planned:
         source = paths[item.path]
         target = paths[item.dest] if item.dest is not None else source
         like = formats.get(source, UTF8_LF)
         new_bytes = _encoded(item.new_text, like, source in formats)
-        for directory in await ctx.missing_directories(target.parent):
-            if directory not in new_dirs:
-                new_dirs.append(directory)
         notes.extend(f"{item.path}: {note}" for note in item.notes)
         if item.mode is not None:
             notes.append(f"{item.path}: mode set to {item.mode:o}")
@@ -63,7 +55,12 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         if mode is None and item.kind == "move":  # a renamed file keeps its mode
             info = await ctx.stat(source)
             mode = info["mode"] if info is not None else None
-        common = {"old_text": item.old_text, "new_text": item.new_text, "mode": mode}
+        common = {
+            "old_text": item.old_text,
+            "new_text": item.new_text,
+            "mode": mode,
+            "line_opcodes": item.alignment,
+        }
         if item.kind == "add":
             if old is not None:
                 raise ToolError(
@@ -132,6 +129,31 @@ PATCH_TOOLS = (
         plan=plan_apply_patch,
     ),
 )
+
+
+async def _read_current(
+    ctx: ToolContext, paths: list[Path]
+) -> tuple[dict[Path, bytes | None], dict[Path, DecodedText]]:
+    """Every file the patch names, read in one batch: its bytes (None: absent) and,
+    for those that exist, the decoded text; each checked against what was last read."""
+    current: dict[Path, bytes | None] = {}
+    formats: dict[Path, DecodedText] = {}
+    for path, data in zip(paths, await ctx.read_existing_files(paths), strict=True):
+        await ctx.check_unchanged(path, data)
+        current[path] = data
+        if data is not None:
+            formats[path] = decode_text(data, ctx.relative(path))
+    return current, formats
+
+
+async def _missing_folders(ctx: ToolContext, targets: list[Path]) -> list[Path]:
+    """Folders the files land in that do not exist yet, outermost first; each folder
+    is looked up once, however many files land in it."""
+    missing: dict[Path, None] = {}
+    for parent in dict.fromkeys(target.parent for target in targets):
+        for directory in await ctx.missing_directories(parent):
+            missing.setdefault(directory)
+    return list(missing)
 
 
 def _encoded(text: str | None, like: DecodedText, existed: bool) -> bytes | None:
