@@ -42,12 +42,12 @@ from pathlib import Path
 
 from bench_tools import (
     Bench,
-    LinuxSandboxProvider,
     Row,
     Target,
     format_row,
     header,
     make_provider,
+    parse_with_providers,
     raw_read,
     source_lines,
 )
@@ -242,18 +242,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, help="also write the table here, with a header")
     parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    available = ["local"] + (["linux"] if LinuxSandboxProvider is not None else [])
-    parser.add_argument(
-        "--provider",
-        type=lambda text: [part.strip() for part in text.split(",") if part.strip()],
-        default=available,
-        help=f"comma-separated providers, of: {', '.join(available)}",
-    )
-    args = parser.parse_args(argv)
-    unknown = [name for name in args.provider if name not in available]
-    if unknown:
-        parser.error(f"unknown provider(s) {', '.join(unknown)}; choose from {available}")
-    return args
+    return parse_with_providers(parser, argv)
 
 
 def main(argv: list[str] | None = None) -> int:

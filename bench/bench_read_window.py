@@ -25,7 +25,16 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench_tools import NUMBER_WIDTH, Bench, Row, Target, format_row, header, make_provider
+from bench_tools import (
+    NUMBER_WIDTH,
+    Bench,
+    Row,
+    Target,
+    format_row,
+    header,
+    make_provider,
+    parse_with_providers,
+)
 
 from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.audit import AuditLog
@@ -160,17 +169,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--output", type=Path, help="also write the table here, with a header")
     parser.add_argument("--quick", action="store_true", help="fewer samples")
-    parser.add_argument(
-        "--provider",
-        type=lambda text: [part.strip() for part in text.split(",") if part.strip()],
-        default=["local", "linux"],
-        help="comma-separated providers: local, linux",
-    )
-    args = parser.parse_args(argv)
-    unknown = [name for name in args.provider if name not in ("local", "linux")]
-    if unknown:
-        parser.error(f"unknown provider(s) {', '.join(unknown)}; choose local, linux")
-    return args
+    return parse_with_providers(parser, argv)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -396,6 +396,25 @@ async def run(args: argparse.Namespace, workdir: Path, cases: Cases = CASES) -> 
     return out
 
 
+def parse_with_providers(
+    parser: argparse.ArgumentParser, argv: list[str] | None
+) -> argparse.Namespace:
+    """``parser`` given a ``--provider`` option (comma-separated, default: every provider
+    this machine has), parsed, with unknown providers refused."""
+    available = ["local"] + (["linux"] if LinuxSandboxProvider is not None else [])
+    parser.add_argument(
+        "--provider",
+        type=lambda text: [part.strip() for part in text.split(",") if part.strip()],
+        default=available,
+        help=f"comma-separated providers, of: {', '.join(available)}",
+    )
+    args = parser.parse_args(argv)
+    unknown = [name for name in args.provider if name not in available]
+    if unknown:
+        parser.error(f"unknown provider(s) {', '.join(unknown)}; choose from {available}")
+    return args
+
+
 def parse_args(
     argv: list[str] | None, cases: Cases = CASES, doc: str = __doc__
 ) -> argparse.Namespace:
