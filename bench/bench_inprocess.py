@@ -47,9 +47,10 @@ from bench_tools import (
     format_row,
     header,
     make_provider,
-    parse_with_providers,
+    provider_bench_args,
     raw_read,
     source_lines,
+    write_table,
 )
 
 from tinyagent_fs import FileTools
@@ -238,15 +239,8 @@ async def run(args: argparse.Namespace, workdir: Path) -> list[str]:
     return out
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", type=Path, help="also write the table here, with a header")
-    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
-    return parse_with_providers(parser, argv)
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = provider_bench_args(__doc__, argv)
     with tempfile.TemporaryDirectory(prefix="tinyagent-bench-") as tmp:
         workdir = Path(tmp)
         head = [
@@ -256,9 +250,7 @@ def main(argv: list[str] | None = None) -> int:
         ]
         print("\n".join(head), flush=True)
         rows = asyncio.run(run(args, workdir))
-    if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text("\n".join([*head, *rows]) + "\n", encoding="utf-8")
+    write_table(args.output, head, rows)
     return 0
 
 

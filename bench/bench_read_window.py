@@ -15,7 +15,6 @@ The target of issue 12 is a window under 2 ms wherever it lies.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import itertools
 import os
@@ -33,7 +32,8 @@ from bench_tools import (
     format_row,
     header,
     make_provider,
-    parse_with_providers,
+    provider_bench_args,
+    write_table,
 )
 
 from tinyagent_fs import FileTools, SandboxPolicy
@@ -165,23 +165,14 @@ async def run(providers: list[str], workdir: Path, quick: bool) -> list[str]:
     return rows
 
 
-def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--output", type=Path, help="also write the table here, with a header")
-    parser.add_argument("--quick", action="store_true", help="fewer samples")
-    return parse_with_providers(parser, argv)
-
-
 def main(argv: list[str] | None = None) -> int:
-    args = parse_args(argv)
+    args = provider_bench_args(__doc__, argv)
     with tempfile.TemporaryDirectory(prefix="tinyagent-bench-") as tmp:
         workdir = Path(tmp)
         head = header(", ".join(args.provider), workdir)
         print("\n".join(head), flush=True)
         rows = asyncio.run(run(args.provider, workdir, args.quick))
-    if args.output is not None:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text("\n".join([*head, *rows]) + "\n", encoding="utf-8")
+    write_table(args.output, head, rows)
     return 0
 
 

@@ -396,11 +396,12 @@ async def run(args: argparse.Namespace, workdir: Path, cases: Cases = CASES) -> 
     return out
 
 
-def parse_with_providers(
-    parser: argparse.ArgumentParser, argv: list[str] | None
-) -> argparse.Namespace:
-    """``parser`` given a ``--provider`` option (comma-separated, default: every provider
-    this machine has), parsed, with unknown providers refused."""
+def provider_bench_args(doc: str, argv: list[str] | None) -> argparse.Namespace:
+    """``--output``, ``--quick`` and ``--provider`` (comma-separated, default: every
+    provider this machine has; unknown ones refused), for the per-provider benches."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--output", type=Path, help="also write the table here, with a header")
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions")
     available = ["local"] + (["linux"] if LinuxSandboxProvider is not None else [])
     parser.add_argument(
         "--provider",

@@ -170,6 +170,12 @@ class ChangeSet:
     summary: str = ""
 
     def unified_diff(self) -> str:
+        return self._diff
+
+    @functools.cached_property
+    def _diff(self) -> str:
+        """Built once: the review, the result and the audit record all show it (a
+        500-file patch need not be diffed twice)."""
         return "".join(line for c in self.changes for line in c.diff_lines(self.root))
 
     def line_counts(self) -> tuple[int, int]:

@@ -42,19 +42,26 @@ def read_config_file(path: str, limit: int = MAX_CONFIG_FILE_BYTES) -> bytes | N
             raise UnsafeConfigFile("it is not a regular file")
         if info.st_size > limit:
             raise UnsafeConfigFile(f"it is larger than {limit} bytes")
-        chunks: list[bytes] = []
-        remaining = limit + 1
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 16))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        if remaining <= 0:
+        data = read_up_to(fd, limit)
+        if len(data) > limit:
             raise UnsafeConfigFile(f"it is larger than {limit} bytes")
-        return b"".join(chunks)
+        return data
     finally:
         os.close(fd)
+
+
+def read_up_to(fd: int, limit: int) -> bytes:
+    """What ``fd`` holds, read no further than ``limit + 1`` bytes: one byte more than
+    allowed shows that a file grew past its limit after it was measured."""
+    chunks: list[bytes] = []
+    remaining = limit + 1
+    while remaining > 0:
+        chunk = os.read(fd, min(remaining, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(chunks)
 
 
 def config_lines(data: bytes) -> list[str]:

@@ -7,6 +7,7 @@ import os
 import stat as stat_module
 from typing import Any
 
+from ..config_file import read_up_to
 from ..errors import ErrorCode, ToolError
 
 
@@ -70,15 +71,7 @@ def read_open(fd: int, path: str, info: os.stat_result, max_bytes: int) -> bytes
     """Everything ``fd`` holds, refusing more than ``max_bytes`` (checked before and after)."""
     if info.st_size > max_bytes:
         raise too_large(path, info.st_size, max_bytes)
-    chunks = []
-    remaining = max_bytes + 1
-    while remaining > 0:
-        chunk = os.read(fd, min(remaining, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        remaining -= len(chunk)
-    data = b"".join(chunks)
+    data = read_up_to(fd, max_bytes)
     if len(data) > max_bytes:
         raise too_large(path, len(data), max_bytes)
     return data

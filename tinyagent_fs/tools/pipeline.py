@@ -218,7 +218,7 @@ class Pipeline:
             lines_removed=removed if record.committed else 0,
             duration_ms=round((time.perf_counter() - record.started) * 1000, 3),
             change_id=changeset.change_id if changeset and record.committed else None,
-            diff=_diff_of(record),
+            diff=changeset.unified_diff() if changeset else None,
             message=_first_line(result.text, MESSAGE_CHARS),
             provider=self.ctx.provider.name,
         )
@@ -234,18 +234,6 @@ def _planned_call(spec: ToolSpec, args: dict[str, Any], plan: Plan, call_id: str
         diff=plan.changeset.unified_diff(),
         call_id=call_id,
     )
-
-
-def _diff_of(record: CallRecord) -> str | None:
-    """The call's diff for the audit: the one the hooks were shown when it is of the
-    same change set (a 500-file patch need not be diffed twice)."""
-    changeset = record.changeset
-    if changeset is None:
-        return None
-    shown = record.review.call if record.review is not None else None
-    if shown is not None and shown.changeset is changeset:
-        return shown.diff
-    return changeset.unified_diff()
 
 
 def _refusal(review: Review) -> ToolResult | None:
