@@ -49,7 +49,7 @@ async def test_ignore_file_negation_cannot_lift_a_policy_denial(
         found = await fs.glob(pattern)
         assert not denied & set(found.data.get("matches", [])), pattern
     listing = await fs.list_directory(".")
-    assert not denied & {e["path"] for e in listing.data["entries"]}
+    assert not denied & set(listing.data["paths"])
     for path in denied:
         read = await fs.read_file(path)
         assert read.error is not None and read.error.code == "DENIED_PATTERN"
@@ -65,7 +65,7 @@ async def test_anchored_denial_hides_an_entry_of_a_listed_subdirectory(
     (project / "docs" / "sub" / "key.txt").write_text(SECRET)
     (project / ".tinyagentignore").write_text("/docs/secret.txt\n/docs/sub/key.txt\n")
     listing = await fs.list_directory("docs", depth=2)
-    assert [e["path"] for e in listing.data["entries"]] == ["docs/guide.md", "docs/sub"]
+    assert listing.data["paths"] == ["docs/guide.md", "docs/sub"]
     assert "secret.txt" not in listing.text and "key.txt" not in listing.text
 
 

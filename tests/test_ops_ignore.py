@@ -103,6 +103,27 @@ def test_denials_of_both_sets_are_one_screen_and_agree_with_each_set(
         assert rules.is_denied(rel, is_dir) == each, (rel, is_dir)
 
 
+@pytest.mark.parametrize("ignore_file", ["", "private/\n", "*.md\n!guide.md\n"])
+def test_denial_candidates_are_every_name_a_denial_can_hide(
+    tmp_path: Path, ignore_file: str
+) -> None:
+    (tmp_path / ".tinyagentignore").write_text(ignore_file)
+    rules = IgnoreRules(str(tmp_path), [".env", "*.pem", ".ssh/", "id_rsa*"])
+    names = [path.rpartition("/")[2] for path in PATHS]
+    names += ["private", "guide.md", ".ssh", "x.pem", "plain.txt"]
+    suspects = rules.denial_candidates(names)
+    assert suspects is not None
+    assert "plain.txt" not in suspects and {".env", "x.pem", ".ssh"} <= suspects
+    for prefix, name, is_dir in itertools.product(("", "docs/"), names, (False, True)):
+        if rules.is_denied(prefix + name, is_dir):
+            assert name in suspects, (prefix, name, is_dir)
+
+
+def test_an_anchored_denial_leaves_every_name_to_be_asked(tmp_path: Path) -> None:
+    (tmp_path / ".tinyagentignore").write_text("/docs/secret.md\n")
+    assert IgnoreRules(str(tmp_path), [".env"]).denial_candidates(["secret.md"]) is None
+
+
 def test_an_ignore_file_rewritten_between_calls_is_read_as_it_is_now(tmp_path: Path) -> None:
     ignore = tmp_path / ".tinyagentignore"
     ignore.write_text("first.txt\n")

@@ -26,7 +26,7 @@ def listing(root: Path, path: str = "", **options: Any) -> dict[str, Any]:
 
 
 def names(result: dict[str, Any]) -> list[str]:
-    return [entry["path"] for entry in result["entries"]]
+    return result["paths"]
 
 
 def test_depth_one_lists_direct_children_sorted_without_hidden_or_denied(tree: Path) -> None:
@@ -47,20 +47,20 @@ def test_depth_one_lists_direct_children_sorted_without_hidden_or_denied(tree: P
 def test_deeper_listing_is_a_preorder_tree(tree: Path) -> None:
     (tree / "src" / "app.txt").write_text("file sorting between dir 'app' and 'important.log'\n")
     result = listing(tree, "src", depth=2, include_hidden=True)
-    assert [(e["path"], e["depth"]) for e in result["entries"]] == [
-        ("src/.gitignore", 1),
-        ("src/app", 1),
-        ("src/app/bom.txt", 2),
-        ("src/app/data.bin", 2),
-        ("src/app/main.py", 2),
-        ("src/app/util.py", 2),
-        ("src/app/win.txt", 2),
-        ("src/app/x.tmp", 2),
-        ("src/app.txt", 1),
-        ("src/debug.log", 1),
-        ("src/generated", 1),
-        ("src/important.log", 1),
-        ("src/top_only.txt", 1),
+    assert names(result) == [
+        "src/.gitignore",
+        "src/app",
+        "src/app/bom.txt",
+        "src/app/data.bin",
+        "src/app/main.py",
+        "src/app/util.py",
+        "src/app/win.txt",
+        "src/app/x.tmp",
+        "src/app.txt",
+        "src/debug.log",
+        "src/generated",
+        "src/important.log",
+        "src/top_only.txt",
     ]
     assert result["total"] == 13
     assert result["omitted"] == 0
@@ -68,22 +68,19 @@ def test_deeper_listing_is_a_preorder_tree(tree: Path) -> None:
 
 def test_entries_describe_type_size_and_ignored(tree: Path) -> None:
     listed = listing(tree, depth=2, include_hidden=True, sizes=True)
-    entries = {e["path"]: e for e in listed["entries"]}
-    assert entries["README.md"] == {
-        "path": "README.md",
-        "name": "README.md",
-        "type": "file",
-        "size": len(b"Needle at the top\n"),
-        "depth": 1,
-        "ignored": False,
-    }
-    assert entries["docs"]["type"] == "directory"
-    assert entries["docs"]["size"] is None
-    assert entries["link_to_main.py"]["type"] == "symlink"
-    assert entries["linked_src"]["type"] == "symlink"
-    assert entries["app.log"]["ignored"] and entries["build"]["ignored"]
-    assert not entries["src/important.log"]["ignored"]
-    assert entries["vendor/lib.txt"]["ignored"] and not entries["vendor/keep.txt"]["ignored"]
+    assert len(listed["types"]) == len(listed["sizes"]) == len(listed["paths"])
+    types = dict(zip(listed["paths"], listed["types"], strict=True))
+    sizes = dict(zip(listed["paths"], listed["sizes"], strict=True))
+    assert types["README.md"] == "file"
+    assert sizes["README.md"] == len(b"Needle at the top\n")
+    assert types["docs"] == "directory"
+    assert sizes["docs"] is None
+    assert types["link_to_main.py"] == "symlink"
+    assert types["linked_src"] == "symlink"
+    ignored = set(listed["ignored"])
+    assert {"app.log", "build", "vendor/lib.txt", ".git"} <= ignored
+    assert not {"README.md", "src/important.log", "vendor/keep.txt"} & ignored
+    assert ignored <= set(listed["paths"])
 
 
 def test_hidden_entries_appear_only_when_asked_and_git_is_never_expanded(tree: Path) -> None:
@@ -158,5 +155,5 @@ def test_a_directory_that_is_a_link_by_now_is_refused_not_followed(tree: Path) -
 
 
 def test_sizes_only_when_asked(tree: Path) -> None:
-    entries = listing(tree, depth=2, include_hidden=True)["entries"]
-    assert entries and not any("size" in entry for entry in entries)
+    listed = listing(tree, depth=2, include_hidden=True)
+    assert listed["paths"] and "sizes" not in listed

@@ -148,6 +148,47 @@ async def test_list_directory_shows_file_sizes_when_asked(fs: FileTools, project
     sized = await fs.list_directory(".", sizes=True)
     size = len((project / "README.md").read_bytes())
     assert f"README.md  ({size:,} bytes)" in sized.text
-    assert {"README.md": size}.items() <= {
-        entry["name"]: entry["size"] for entry in sized.data["entries"]
-    }.items()
+    assert {"README.md": size}.items() <= dict(
+        zip(sized.data["paths"], sized.data["sizes"], strict=True)
+    ).items()
+
+
+async def test_list_directory_draws_a_tree_and_returns_parallel_columns(
+    fs: FileTools, project: Path
+) -> None:
+    (project / ".gitignore").write_text("docs/\n")
+    os.symlink("README.md", project / "readme-link")
+    listing = await fs.list_directory(".", depth=3)
+    assert listing.text.splitlines() == [
+        "./ (7 entries)",
+        "README.md",
+        "docs/",
+        "readme-link@",
+        "src/",
+        "  pkg/",
+        "    __init__.py",
+        "    core.py",
+    ]
+    assert listing.data == {
+        "path": ".",
+        "paths": [
+            "README.md",
+            "docs",
+            "readme-link",
+            "src",
+            "src/pkg",
+            "src/pkg/__init__.py",
+            "src/pkg/core.py",
+        ],
+        "types": ["file", "directory", "symlink", "directory", "directory", "file", "file"],
+        "ignored": ["docs"],
+        "total": 7,
+        "omitted": 0,
+    }
+    below = await fs.list_directory("src", depth=2, limit=1)
+    assert below.text.splitlines() == [
+        "src/ (3 entries)",
+        "pkg/",
+        "[... 2 more entries not shown; raise limit or list a subdirectory]",
+    ]
+    assert below.data["paths"] == ["src/pkg"] and below.data["omitted"] == 2

@@ -139,13 +139,13 @@ class Screen:
                 paths.append(matcher.source)
             else:
                 names.append(matcher.source.removeprefix(DIRS))
-        self._names = _alternation(names)
-        self._paths = _alternation(paths)
+        self.names = _alternation(names)
+        self.paths = _alternation(paths)
 
     def matches(self, rel_path: str) -> bool:
-        if self._names is not None and self._names.fullmatch(rel_path.rpartition("/")[2]):
+        if self.names is not None and self.names.fullmatch(rel_path.rpartition("/")[2]):
             return True
-        return self._paths is not None and self._paths.fullmatch(rel_path) is not None
+        return self.paths is not None and self.paths.fullmatch(rel_path) is not None
 
 
 def _alternation(sources: list[str]) -> re.Pattern[str] | None:
@@ -223,7 +223,8 @@ class IgnoreRules:
         self._chains: dict[str, list[tuple[int, RuleSet]]] = {}
         # Without a '!' line in either set, "denied" is "some line matches": one
         # regex over both sets answers it per path.
-        self._fused = all(s.screenable and not s.has_negation for s in self.denial_sets)
+        self._screenable = all(s.screenable for s in self.denial_sets)
+        self._fused = self._screenable and not any(s.has_negation for s in self.denial_sets)
         self._denial_screens = {
             is_dir: Screen(line for s in self.denial_sets for line in s.screen_lines[is_dir])
             for is_dir in (False, True)
@@ -233,6 +234,18 @@ class IgnoreRules:
         if self._fused:
             return self._denial_screens[is_dir].matches(rel_path)
         return any(rules.decide(rel_path, is_dir) is True for rules in self.denial_sets)
+
+    def denial_candidates(self, names: Iterable[str]) -> set[str] | None:
+        """Of the names in one directory, those a denial may hide (``is_denied`` decides);
+        None when names alone cannot tell, so every entry must be asked.
+
+        One regex per name, run by ``filter`` without a Python call per entry:
+        in a big directory most names match no denial line at all.
+        """
+        screen = self._denial_screens[True]  # a directory is asked about every line
+        if not self._screenable or screen.paths is not None:
+            return None
+        return set() if screen.names is None else set(filter(screen.names.fullmatch, names))
 
     def gitignores_apply(self, rel_dir: str) -> bool:
         """Whether any ``.gitignore`` speaks for the entries of ``rel_dir``; when none

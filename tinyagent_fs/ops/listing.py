@@ -68,85 +68,101 @@ def list_tree(
     try:
         rules = load_ignore_rules(root, denied_patterns)
         listing = _Listing(rules, include_hidden, limit, sizes)
-        listing.visit(fd, "" if start == "." else start, depth, 1)
+        listing.visit(fd, "" if start == "." else start, depth)
     finally:
         os.close(fd)
-    omitted = listing.total - len(listing.entries)
-    return {
-        "entries": listing.entries,
+    result: dict[str, Any] = {
+        "paths": listing.paths,
+        "types": listing.types,
+        "ignored": listing.ignored,
         "total": listing.total,
-        "omitted": omitted,
+        "omitted": listing.total - len(listing.paths),
         "omitted_is_lower_bound": listing.stopped,
     }
+    if sizes:
+        result["sizes"] = listing.sizes
+    return result
 
 
 class _Listing:
-    """Accumulates entries until the limit, then only counts, then stops."""
+    """Accumulates entries as parallel columns until the limit, then only counts, then stops.
+
+    Columns, not one dict per entry: a listing of thousands of entries then
+    crosses the sandbox wire and the MCP answer as a few flat JSON arrays.
+    """
 
     def __init__(self, rules: IgnoreRules, include_hidden: bool, limit: int, sizes: bool) -> None:
         self.rules = rules
-        self.sizes = sizes
+        self.with_sizes = sizes
         self.include_hidden = include_hidden
         self.limit = limit
         self.cap = COUNT_FACTOR * limit
-        self.entries: list[dict[str, Any]] = []
+        self.paths: list[str] = []
+        self.types: list[str] = []
+        self.ignored: list[str] = []
+        self.sizes: list[int | None] = []
         self.total = 0
         self.stopped = False
 
-    def visit(self, fd: int, rel_dir: str, depth_left: int, level: int) -> None:
+    def visit(self, fd: int, rel_dir: str, depth_left: int) -> None:
         prefix = rel_dir + "/" if rel_dir else ""
-        rules, entries, limit = self.rules, self.entries, self.limit
+        rules, paths, types, limit = self.rules, self.paths, self.types, self.limit
         is_denied = rules.is_denied
         skip_hidden = not self.include_hidden
         gitignores = rules.gitignores_apply(rel_dir)
-        for child in sorted_entries(fd):
+        descend = depth_left > 1
+        children = sorted_entries(fd)
+        suspects = rules.denial_candidates([child.name for child in children])
+        for child in children:
             name = child.name
             if skip_hidden and name[0] == ".":
                 continue
             rel = prefix + name
             kind = _kind(child)
-            is_dir = kind == "directory"
-            if is_denied(rel, is_dir) or (kind == "symlink" and is_denied(rel, True)):
+            is_dir = kind is DIRECTORY
+            if (suspects is None or name in suspects) and (
+                is_denied(rel, is_dir) or (kind is SYMLINK and is_denied(rel, True))
+            ):
                 continue
             ignored = name == GIT_DIR_NAME or (gitignores and rules.is_gitignored(rel, is_dir))
             if self.total >= self.cap:
                 self.stopped = True
                 return
             self.total += 1
-            if len(entries) < limit:
-                entry = {
-                    "path": rel,
-                    "name": name,
-                    "type": kind,
-                    "depth": level,
-                    "ignored": ignored,
-                }
-                if self.sizes:
-                    entry["size"] = _size(child) if kind == "file" else None
-                entries.append(entry)
-            if is_dir and depth_left > 1 and not ignored:
+            if len(paths) < limit:
+                paths.append(rel)
+                types.append(kind)
+                if ignored:
+                    self.ignored.append(rel)
+                if self.with_sizes:
+                    self.sizes.append(_size(child) if kind is FILE else None)
+            if is_dir and descend and not ignored:
                 subdirectory = open_subdirectory(fd, name)
                 if subdirectory is None:
                     continue
                 try:
-                    self.visit(subdirectory, rel, depth_left - 1, level + 1)
+                    self.visit(subdirectory, rel, depth_left - 1)
                 finally:
                     os.close(subdirectory)
                 if self.stopped:
                     return
 
 
+FILE, DIRECTORY, SYMLINK, OTHER = "file", "directory", "symlink", "other"
+
+
 def _kind(entry: os.DirEntry[str]) -> str:
+    """From the entry's ``d_type``; ``follow_symlinks=False`` keeps a link a link."""
     try:
-        if entry.is_symlink():
-            return "symlink"
-        if entry.is_dir(follow_symlinks=False):
-            return "directory"
         if entry.is_file(follow_symlinks=False):
-            return "file"
+            return FILE
+        if entry.is_dir(follow_symlinks=False):
+            return DIRECTORY
+        if entry.is_symlink():
+            return SYMLINK
     except OSError:
         pass
-    return "other"
+    return OTHER
 
 
 def _size(entry: os.DirEntry[str]) -> int | None:

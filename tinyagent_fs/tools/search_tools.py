@@ -27,36 +27,46 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         sizes=args["sizes"],
         **_search_args(ctx),
     )
-    entries = listing["entries"]
-    lines = [
-        f"{'  ' * (entry['depth'] - 1)}{entry['name']}{_TYPE_SUFFIX.get(entry['type'], '')}"
-        + _size_note(entry)
-        for entry in entries
-    ]
+    paths = listing["paths"]
+    lines = _tree_lines(base, listing, nested=args["depth"] > 1)
     if listing["omitted"]:
         more = "at least " if listing.get("omitted_is_lower_bound") else ""
         lines.append(
             f"[... {more}{listing['omitted']} more entries not shown; "
             "raise limit or list a subdirectory]"
         )
-    header = f"{base}/ ({listing['total']} entries)" if entries else f"{base}/ is empty"
-    return ToolResult.success(
-        "\n".join([header, *lines]),
-        {
-            "path": base,
-            "entries": entries,
-            "total": listing["total"],
-            "omitted": listing["omitted"],
-        },
-    )
+    header = f"{base}/ ({listing['total']} entries)" if paths else f"{base}/ is empty"
+    data = {
+        "path": base,
+        "paths": paths,
+        "types": listing["types"],
+        "ignored": listing["ignored"],
+        "total": listing["total"],
+        "omitted": listing["omitted"],
+    }
+    if "sizes" in listing:
+        data["sizes"] = listing["sizes"]
+    return ToolResult.success("\n".join([header, *lines]), data)
 
 
-_TYPE_SUFFIX = {"directory": "/", "symlink": "@"}
+_TYPE_SUFFIX = {"file": "", "directory": "/", "symlink": "@", "other": ""}
 
 
-def _size_note(entry: dict[str, Any]) -> str:
-    size = entry.get("size")
-    return "" if size is None else f"  ({size:,} bytes)"
+def _tree_lines(base: str, listing: dict[str, Any], *, nested: bool) -> list[str]:
+    """One line per entry: its name indented by depth, '/' after a directory, '@' after
+    a link, and the size in bytes when sizes were asked for."""
+    skip = 0 if base == "." else len(base) + 1
+    below = [path[skip:] for path in listing["paths"]]
+    suffixes = map(_TYPE_SUFFIX.__getitem__, listing["types"])
+    if nested:
+        below = ["  " * rel.count("/") + rel.rpartition("/")[2] for rel in below]
+    lines = list(map(str.__add__, below, suffixes))
+    if "sizes" in listing:
+        lines = [
+            line if size is None else f"{line}  ({size:,} bytes)"
+            for line, size in zip(lines, listing["sizes"], strict=True)
+        ]
+    return lines
 
 
 async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
