@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.ops.listing import list_tree
+from tinyagent_fs.ops.listing import TYPE_NAMES, list_tree
+from tinyagent_fs.ops.path_blob import unpack_paths
 
 from .ops_tree import DENIED, build_tree
 
@@ -26,7 +27,7 @@ def listing(root: Path, path: str = "", **options: Any) -> dict[str, Any]:
 
 
 def names(result: dict[str, Any]) -> list[str]:
-    return result["paths"]
+    return unpack_paths(result["paths"])
 
 
 def test_depth_one_lists_direct_children_sorted_without_hidden_or_denied(tree: Path) -> None:
@@ -68,9 +69,10 @@ def test_deeper_listing_is_a_preorder_tree(tree: Path) -> None:
 
 def test_entries_describe_type_size_and_ignored(tree: Path) -> None:
     listed = listing(tree, depth=2, include_hidden=True, sizes=True)
-    assert len(listed["types"]) == len(listed["sizes"]) == len(listed["paths"])
-    types = dict(zip(listed["paths"], listed["types"], strict=True))
-    sizes = dict(zip(listed["paths"], listed["sizes"], strict=True))
+    paths = names(listed)
+    assert len(listed["types"]) == len(listed["sizes"]) == len(paths)
+    types = {path: TYPE_NAMES[kind] for path, kind in zip(paths, listed["types"], strict=True)}
+    sizes = dict(zip(paths, listed["sizes"], strict=True))
     assert types["README.md"] == "file"
     assert sizes["README.md"] == len(b"Needle at the top\n")
     assert types["docs"] == "directory"
@@ -80,7 +82,7 @@ def test_entries_describe_type_size_and_ignored(tree: Path) -> None:
     ignored = set(listed["ignored"])
     assert {"app.log", "build", "vendor/lib.txt", ".git"} <= ignored
     assert not {"README.md", "src/important.log", "vendor/keep.txt"} & ignored
-    assert ignored <= set(listed["paths"])
+    assert ignored <= set(paths)
 
 
 def test_hidden_entries_appear_only_when_asked_and_git_is_never_expanded(tree: Path) -> None:
@@ -156,4 +158,4 @@ def test_a_directory_that_is_a_link_by_now_is_refused_not_followed(tree: Path) -
 
 def test_sizes_only_when_asked(tree: Path) -> None:
     listed = listing(tree, depth=2, include_hidden=True)
-    assert listed["paths"] and "sizes" not in listed
+    assert names(listed) and "sizes" not in listed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import bisect
 import os
 from typing import Any
 
@@ -14,6 +15,7 @@ from .ignore import (
     open_subdirectory,
     sorted_entries,
 )
+from .path_blob import pack_paths
 
 COUNT_FACTOR = 100
 """Past the limit we keep counting, but only up to this many times the limit."""
@@ -44,6 +46,11 @@ def list_tree(
     needs no stat at all; with ``sizes`` regular files are stat'ed for their size,
     by name beneath their directory's descriptor (most of a big listing's cost).
     Subdirectories are opened beneath it without following links.
+
+    The entries come as columns: ``paths`` (relative to ``root``, packed by
+    ``pack_paths``), ``types`` (one letter each, see ``TYPE_NAMES``),
+    ``ignored`` (the shown paths that are flagged) and, with ``sizes``,
+    ``sizes`` (None for anything but a regular file).
     """
     if depth < 1:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "depth must be at least 1", "use depth=1")
@@ -72,8 +79,8 @@ def list_tree(
     finally:
         os.close(fd)
     result: dict[str, Any] = {
-        "paths": listing.paths,
-        "types": listing.types,
+        "paths": pack_paths(listing.paths),
+        "types": "".join(listing.types),
         "ignored": listing.ignored,
         "total": listing.total,
         "omitted": listing.total - len(listing.paths),
@@ -88,7 +95,10 @@ class _Listing:
     """Accumulates entries as parallel columns until the limit, then only counts, then stops.
 
     Columns, not one dict per entry: a listing of thousands of entries then
-    crosses the sandbox wire and the MCP answer as a few flat JSON arrays.
+    crosses the sandbox wire and the MCP answer as a few flat JSON arrays. A
+    directory is filtered as a whole and its entries are added in runs (up to
+    each subdirectory that is expanded), so the work per entry is a few
+    list operations rather than a pass through the loop body.
     """
 
     def __init__(self, rules: IgnoreRules, include_hidden: bool, limit: int, sizes: bool) -> None:
@@ -105,50 +115,109 @@ class _Listing:
         self.stopped = False
 
     def visit(self, fd: int, rel_dir: str, depth_left: int) -> None:
-        prefix = rel_dir + "/" if rel_dir else ""
-        rules, paths, types, limit = self.rules, self.paths, self.types, self.limit
-        is_denied = rules.is_denied
-        skip_hidden = not self.include_hidden
-        gitignores = rules.gitignores_apply(rel_dir)
-        descend = depth_left > 1
-        children = sorted_entries(fd)
-        suspects = rules.denial_candidates([child.name for child in children])
-        for child in children:
-            name = child.name
-            if skip_hidden and name[0] == ".":
-                continue
-            rel = prefix + name
-            kind = _kind(child)
-            is_dir = kind is DIRECTORY
-            if (suspects is None or name in suspects) and (
-                is_denied(rel, is_dir) or (kind is SYMLINK and is_denied(rel, True))
-            ):
-                continue
-            ignored = name == GIT_DIR_NAME or (gitignores and rules.is_gitignored(rel, is_dir))
-            if self.total >= self.cap:
-                self.stopped = True
-                return
-            self.total += 1
-            if len(paths) < limit:
-                paths.append(rel)
-                types.append(kind)
-                if ignored:
-                    self.ignored.append(rel)
-                if self.with_sizes:
-                    self.sizes.append(_size(child) if kind is FILE else None)
-            if is_dir and descend and not ignored:
-                subdirectory = open_subdirectory(fd, name)
+        children, rels, kinds = self._shown_entries(fd, rel_dir)
+        ignored = self._ignored(rel_dir, rels, kinds)
+        start = 0
+        if depth_left > 1:
+            for index, kind in enumerate(kinds):
+                if kind is not DIRECTORY or rels[index] in ignored:
+                    continue
+                self._add(children, rels, kinds, ignored, start, index + 1)
+                start = index + 1
+                if self.stopped:
+                    return
+                subdirectory = open_subdirectory(fd, children[index].name)
                 if subdirectory is None:
                     continue
                 try:
-                    self.visit(subdirectory, rel, depth_left - 1)
+                    self.visit(subdirectory, rels[index], depth_left - 1)
                 finally:
                     os.close(subdirectory)
                 if self.stopped:
                     return
+        self._add(children, rels, kinds, ignored, start, len(rels))
+
+    def _shown_entries(
+        self, fd: int, rel_dir: str
+    ) -> tuple[list[os.DirEntry[str]], list[str], list[str]]:
+        """The entries of a directory a listing may show, their paths and their kinds.
+
+        Hidden entries go unless asked for; denied ones always go, a link when
+        its name is denied for files or for directories.
+        """
+        children = sorted_entries(fd)
+        names = [child.name for child in children]
+        if not self.include_hidden:
+            # Sorted by code point, the names that start with "." are one run: those
+            # from "." up to "/" (the next code point, which no name contains).
+            first, end = bisect.bisect_left(names, "."), bisect.bisect_left(names, "/")
+            del children[first:end], names[first:end]
+        kinds = [FILE if c.is_file(follow_symlinks=False) else _kind(c) for c in children]
+        prefix = rel_dir + "/" if rel_dir else ""
+        suspects = self.rules.denial_candidates(names)
+        if suspects is None or suspects:
+            is_denied = self.rules.is_denied
+            kept = [
+                index
+                for index, (name, kind) in enumerate(zip(names, kinds, strict=True))
+                if (suspects is not None and name not in suspects)
+                or not (
+                    is_denied(prefix + name, kind is DIRECTORY)
+                    or (kind is SYMLINK and is_denied(prefix + name, True))
+                )
+            ]
+            if len(kept) < len(children):
+                children = [children[index] for index in kept]
+                names = [names[index] for index in kept]
+                kinds = [kinds[index] for index in kept]
+        return children, list(map(prefix.__add__, names)), kinds
+
+    def _ignored(self, rel_dir: str, rels: list[str], kinds: list[str]) -> set[str]:
+        """Entries shown but flagged and never expanded: ``.git``, and what a
+        ``.gitignore`` matches."""
+        git = f"{rel_dir}/{GIT_DIR_NAME}" if rel_dir else GIT_DIR_NAME
+        ignored = {git} if git in rels else set()
+        if self.rules.gitignores_apply(rel_dir):
+            is_gitignored = self.rules.is_gitignored
+            ignored.update(
+                rel
+                for rel, kind in zip(rels, kinds, strict=True)
+                if is_gitignored(rel, kind is DIRECTORY)
+            )
+        return ignored
+
+    def _add(
+        self,
+        children: list[os.DirEntry[str]],
+        rels: list[str],
+        kinds: list[str],
+        ignored: set[str],
+        start: int,
+        end: int,
+    ) -> None:
+        """Count ``[start, end)`` of one directory's entries, and show what fits the limit."""
+        room = self.cap - self.total
+        if end - start > room:
+            end = start + room
+            self.stopped = True
+        self.total += end - start
+        shown = min(end, start + self.limit - len(self.paths))
+        if shown <= start:
+            return
+        self.paths += rels[start:shown]
+        self.types += kinds[start:shown]
+        if ignored:
+            self.ignored += [rel for rel in rels[start:shown] if rel in ignored]
+        if self.with_sizes:
+            self.sizes += [
+                _size(child) if kind is FILE else None
+                for child, kind in zip(children[start:shown], kinds[start:shown], strict=True)
+            ]
 
 
-FILE, DIRECTORY, SYMLINK, OTHER = "file", "directory", "symlink", "other"
+FILE, DIRECTORY, SYMLINK, OTHER = "f", "d", "l", "o"
+TYPE_NAMES = {FILE: "file", DIRECTORY: "directory", SYMLINK: "symlink", OTHER: "other"}
+"""What each one-letter type in a listing's ``types`` stands for."""
 
 
 def _kind(entry: os.DirEntry[str]) -> str:

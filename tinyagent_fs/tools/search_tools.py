@@ -5,6 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from ..hooks.decision import Risk
+from ..ops.listing import TYPE_NAMES
+from ..ops.path_blob import unpack_paths
 from .context import ToolContext
 from .result import ToolResult
 from .spec import ToolSpec, boolean, integer, schema, string
@@ -27,8 +29,14 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         sizes=args["sizes"],
         **_search_args(ctx),
     )
-    paths = listing["paths"]
-    lines = _tree_lines(base, listing, nested=args["depth"] > 1)
+    paths = unpack_paths(listing["paths"])
+    types = list(map(TYPE_NAMES.__getitem__, listing["types"]))
+    lines = _tree_lines(base, paths, types, nested=args["depth"] > 1)
+    if "sizes" in listing:
+        lines = [
+            line if size is None else f"{line}  ({size:,} bytes)"
+            for line, size in zip(lines, listing["sizes"], strict=True)
+        ]
     if listing["omitted"]:
         more = "at least " if listing.get("omitted_is_lower_bound") else ""
         lines.append(
@@ -39,7 +47,7 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     data = {
         "path": base,
         "paths": paths,
-        "types": listing["types"],
+        "types": types,
         "ignored": listing["ignored"],
         "total": listing["total"],
         "omitted": listing["omitted"],
@@ -52,21 +60,13 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
 _TYPE_SUFFIX = {"file": "", "directory": "/", "symlink": "@", "other": ""}
 
 
-def _tree_lines(base: str, listing: dict[str, Any], *, nested: bool) -> list[str]:
-    """One line per entry: its name indented by depth, '/' after a directory, '@' after
-    a link, and the size in bytes when sizes were asked for."""
+def _tree_lines(base: str, paths: list[str], types: list[str], *, nested: bool) -> list[str]:
+    """One line per entry: its name indented by depth, '/' after a directory, '@' after a link."""
     skip = 0 if base == "." else len(base) + 1
-    below = [path[skip:] for path in listing["paths"]]
-    suffixes = map(_TYPE_SUFFIX.__getitem__, listing["types"])
+    below = [path[skip:] for path in paths]
     if nested:
         below = ["  " * rel.count("/") + rel.rpartition("/")[2] for rel in below]
-    lines = list(map(str.__add__, below, suffixes))
-    if "sizes" in listing:
-        lines = [
-            line if size is None else f"{line}  ({size:,} bytes)"
-            for line, size in zip(lines, listing["sizes"], strict=True)
-        ]
-    return lines
+    return list(map(str.__add__, below, map(_TYPE_SUFFIX.__getitem__, types)))
 
 
 async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:

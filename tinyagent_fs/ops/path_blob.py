@@ -1,0 +1,20 @@
+"""Many paths as one bytes value: what a listing or a glob sends out of the sandbox.
+
+A list of thousands of short strings costs far more to encode as JSON, and to
+decode, than the walk that found them; joined by NUL (which no file name can
+hold) and sent as bytes, they cross the worker's wire as one raw blob with no
+escaping, and split back in one call. ``surrogatepass`` keeps every string as
+it was, a name that is not UTF-8 (Python's surrogate escapes) included.
+"""
+
+from __future__ import annotations
+
+SEPARATOR = "\0"
+
+
+def pack_paths(paths: list[str]) -> bytes:
+    return SEPARATOR.join(paths).encode("utf-8", "surrogatepass")
+
+
+def unpack_paths(blob: bytes) -> list[str]:
+    return blob.decode("utf-8", "surrogatepass").split(SEPARATOR) if blob else []
