@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.ops.listing import TYPE_NAMES, list_tree
+from tinyagent_fs.ops.listing import DIRECTORY, FILE, SYMLINK, list_tree
 from tinyagent_fs.ops.path_blob import unpack_paths
 
 from .ops_tree import DENIED, build_tree
@@ -71,14 +71,13 @@ def test_entries_describe_type_size_and_ignored(tree: Path) -> None:
     listed = listing(tree, depth=2, include_hidden=True, sizes=True)
     paths = names(listed)
     assert len(listed["types"]) == len(listed["sizes"]) == len(paths)
-    types = {path: TYPE_NAMES[kind] for path, kind in zip(paths, listed["types"], strict=True)}
+    types = dict(zip(paths, listed["types"], strict=True))
     sizes = dict(zip(paths, listed["sizes"], strict=True))
-    assert types["README.md"] == "file"
+    assert types["README.md"] == FILE
     assert sizes["README.md"] == len(b"Needle at the top\n")
-    assert types["docs"] == "directory"
+    assert types["docs"] == DIRECTORY
     assert sizes["docs"] is None
-    assert types["link_to_main.py"] == "symlink"
-    assert types["linked_src"] == "symlink"
+    assert types["link_to_main.py"] == types["linked_src"] == SYMLINK
     ignored = set(listed["ignored"])
     assert {"app.log", "build", "vendor/lib.txt", ".git"} <= ignored
     assert not {"README.md", "src/important.log", "vendor/keep.txt"} & ignored

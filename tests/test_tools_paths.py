@@ -158,11 +158,13 @@ async def test_list_directory_draws_a_tree_and_returns_parallel_columns(
 ) -> None:
     (project / ".gitignore").write_text("docs/\n")
     os.symlink("README.md", project / "readme-link")
+    os.mkfifo(project / "pipe")
     listing = await fs.list_directory(".", depth=3)
     assert listing.text.splitlines() == [
-        "./ (7 entries)",
+        "./ (8 entries)",
         "README.md",
         "docs/",
+        "pipe",
         "readme-link@",
         "src/",
         "  pkg/",
@@ -174,15 +176,18 @@ async def test_list_directory_draws_a_tree_and_returns_parallel_columns(
         "paths": [
             "README.md",
             "docs",
+            "pipe",
             "readme-link",
             "src",
             "src/pkg",
             "src/pkg/__init__.py",
             "src/pkg/core.py",
         ],
-        "types": ["file", "directory", "symlink", "directory", "directory", "file", "file"],
+        "directories": ["docs", "src", "src/pkg"],
+        "symlinks": ["readme-link"],
+        "others": ["pipe"],
         "ignored": ["docs"],
-        "total": 7,
+        "total": 8,
         "omitted": 0,
     }
     below = await fs.list_directory("src", depth=2, limit=1)

@@ -48,7 +48,7 @@ def list_tree(
     Subdirectories are opened beneath it without following links.
 
     The entries come as columns: ``paths`` (relative to ``root``, packed by
-    ``pack_paths``), ``types`` (one letter each, see ``TYPE_NAMES``),
+    ``pack_paths``), ``types`` (one string, a letter per entry: ``FILE`` and the rest),
     ``ignored`` (the shown paths that are flagged) and, with ``sizes``,
     ``sizes`` (None for anything but a regular file).
     """
@@ -216,8 +216,8 @@ class _Listing:
 
 
 FILE, DIRECTORY, SYMLINK, OTHER = "f", "d", "l", "o"
-TYPE_NAMES = {FILE: "file", DIRECTORY: "directory", SYMLINK: "symlink", OTHER: "other"}
-"""What each one-letter type in a listing's ``types`` stands for."""
+"""The one-letter types of a listing: a regular file, a directory, a symbolic link,
+anything else (a FIFO, a socket, a device)."""
 
 
 def _kind(entry: os.DirEntry[str]) -> str:

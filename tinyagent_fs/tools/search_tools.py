@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from itertools import compress
 from typing import Any
 
 from ..hooks.decision import Risk
-from ..ops.listing import TYPE_NAMES
+from ..ops.listing import DIRECTORY, FILE, OTHER, SYMLINK
 from ..ops.path_blob import unpack_paths
 from .context import ToolContext
 from .result import ToolResult
@@ -30,7 +31,7 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         **_search_args(ctx),
     )
     paths = unpack_paths(listing["paths"])
-    types = list(map(TYPE_NAMES.__getitem__, listing["types"]))
+    types = listing["types"]
     lines = _tree_lines(base, paths, types, nested=args["depth"] > 1)
     if "sizes" in listing:
         lines = [
@@ -47,7 +48,7 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     data = {
         "path": base,
         "paths": paths,
-        "types": types,
+        **{key: list(compress(paths, map(kind.__eq__, types))) for key, kind in _KIND_KEYS},
         "ignored": listing["ignored"],
         "total": listing["total"],
         "omitted": listing["omitted"],
@@ -57,10 +58,13 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     return ToolResult.success("\n".join([header, *lines]), data)
 
 
-_TYPE_SUFFIX = {"file": "", "directory": "/", "symlink": "@", "other": ""}
+_TYPE_SUFFIX = {FILE: "", DIRECTORY: "/", SYMLINK: "@", OTHER: ""}
+_KIND_KEYS = (("directories", DIRECTORY), ("symlinks", SYMLINK), ("others", OTHER))
+"""The result lists the paths of each kind but files: one list of every path, and
+these few short ones, cost a client far less to parse than a type per entry."""
 
 
-def _tree_lines(base: str, paths: list[str], types: list[str], *, nested: bool) -> list[str]:
+def _tree_lines(base: str, paths: list[str], types: str, *, nested: bool) -> list[str]:
     """One line per entry: its name indented by depth, '/' after a directory, '@' after a link."""
     skip = 0 if base == "." else len(base) + 1
     below = [path[skip:] for path in paths]
