@@ -13,6 +13,7 @@ from tinyagent_fs.ops.ignore import (
     IgnoreLine,
     IgnoreRules,
     RuleSet,
+    Screen,
     compiled_rules,
     open_subdirectory,
     sorted_entries,
@@ -101,6 +102,55 @@ def test_denials_of_both_sets_are_one_screen_and_agree_with_each_set(
     for rel, is_dir in itertools.product(paths, (False, True)):
         each = any(s.decide(rel, is_dir) is True for s in rules.denial_sets)
         assert rules.is_denied(rel, is_dir) == each, (rel, is_dir)
+
+
+NAME_LINES = [
+    "*.pem",
+    "**.key",
+    "id_rsa*",
+    ".env",
+    ".env.*",
+    "a?c",
+    "*mid*",
+    "*",
+    "[ab]*.tmp",
+    "\\#literal",
+    "x**",
+    "{a,b}.txt",
+]
+NAMES = [
+    ".pem",
+    "x.pem",
+    "x.pem.pem",
+    "x.pem.txt",
+    "pem",
+    "a.key",
+    "id_rsa",
+    "id_rsa.pub",
+    "my_id_rsa",
+    ".env",
+    ".env.local",
+    ".envy",
+    "abc",
+    "amidst",
+    "a.tmp",
+    "#literal",
+    "xyz",
+    "{a,b}.txt",
+    "a.txt",
+    "plain",
+]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3])
+def test_a_screen_finds_exactly_the_names_its_lines_match(size: int) -> None:
+    for lines in itertools.combinations(NAME_LINES, size):
+        rules = RuleSet(lines)
+        screen = Screen(rules.screen_lines[False])
+        expected = {name for name in NAMES if line_by_line(list(lines), name, False)}
+        assert screen.names_matched(NAMES) == expected, lines
+        assert {name for name in NAMES if screen.matches(name)} == expected, lines
+        assert {name for name in NAMES if screen.matches(f"dir/{name}")} == expected, lines
 
 
 @pytest.mark.parametrize("ignore_file", ["", "private/\n", "*.md\n!guide.md\n"])

@@ -128,24 +128,79 @@ class Screen:
     A line without ``/`` matches a path exactly when it matches the path's last
     name (its regex is ``(?:.*/)?`` and then a body that never matches ``/``), so
     those lines are tried against the name alone: the regex engine then does not
-    try every ``/`` of the path for each of them.
+    try every ``/`` of the path for each of them. Most such lines are a name, a
+    prefix (``id_rsa*``) or a suffix (``*.pem``): those are string comparisons,
+    and only the rest are left to a regex.
     """
 
     def __init__(self, lines: Iterable[tuple[IgnoreLine, GlobMatcher]]) -> None:
+        exact: set[str] = set()
+        prefixes: list[str] = []
+        suffixes: list[str] = []
         names: list[str] = []
         paths: list[str] = []
         for line, matcher in lines:
             if line.anchored:
                 paths.append(matcher.source)
+                continue
+            body = line.body
+            literal = body.strip("*")
+            if not literal or any(char in _LINE_SPECIALS for char in literal):
+                names.append(matcher.source.removeprefix(DIRS))
+            elif body == literal:
+                exact.add(literal)
+            elif body == "*" * (len(body) - len(literal)) + literal:
+                suffixes.append(literal)
+            elif body == literal + "*" * (len(body) - len(literal)):
+                prefixes.append(literal)
             else:
                 names.append(matcher.source.removeprefix(DIRS))
-        self.names = _alternation(names)
+        self._exact = frozenset(exact)
+        self._prefixes = tuple(prefixes)
+        self._suffixes = tuple(suffixes)
+        self._names = _alternation(names)
         self.paths = _alternation(paths)
 
     def matches(self, rel_path: str) -> bool:
-        if self.names is not None and self.names.fullmatch(rel_path.rpartition("/")[2]):
+        name = rel_path.rpartition("/")[2]
+        if (
+            name in self._exact
+            or name.startswith(self._prefixes)
+            or name.endswith(self._suffixes)
+            or (self._names is not None and self._names.fullmatch(name))
+        ):
             return True
         return self.paths is not None and self.paths.fullmatch(rel_path) is not None
+
+    def names_matched(self, names: list[str]) -> set[str]:
+        """Those of ``names`` (single names, no ``/``) that a line without ``/`` matches.
+
+        Prefixes and suffixes are found by ``str.find`` in all the names joined by
+        NUL, which no name holds: a few scans of one string instead of a call per name.
+        """
+        found = set(self._exact.intersection(names))
+        if self._prefixes or self._suffixes:
+            joined = _NUL + _NUL.join(names) + _NUL
+            for prefix in self._prefixes:
+                at = joined.find(_NUL + prefix)
+                while at >= 0:
+                    end = joined.index(_NUL, at + 1)
+                    found.add(joined[at + 1 : end])
+                    at = joined.find(_NUL + prefix, end)
+            for suffix in self._suffixes:
+                at = joined.find(suffix + _NUL)
+                while at >= 0:
+                    end = at + len(suffix)
+                    found.add(joined[joined.rindex(_NUL, 0, at + 1) + 1 : end])
+                    at = joined.find(suffix + _NUL, end)
+        if self._names is not None:
+            found.update(filter(self._names.fullmatch, names))
+        return found
+
+
+_LINE_SPECIALS = frozenset("*?[\\")
+"""Characters that make an ignore line more than a literal name (braces are literal there)."""
+_NUL = "\0"
 
 
 def _alternation(sources: list[str]) -> re.Pattern[str] | None:
@@ -239,13 +294,13 @@ class IgnoreRules:
         """Of the names in one directory, those a denial may hide (``is_denied`` decides);
         None when names alone cannot tell, so every entry must be asked.
 
-        One regex per name, run by ``filter`` without a Python call per entry:
-        in a big directory most names match no denial line at all.
+        In a big directory most names match no denial line at all, and the
+        screen finds the few that may without a Python call per name.
         """
         screen = self._denial_screens[True]  # a directory is asked about every line
         if not self._screenable or screen.paths is not None:
             return None
-        return set() if screen.names is None else set(filter(screen.names.fullmatch, names))
+        return screen.names_matched(names)
 
     def gitignores_apply(self, rel_dir: str) -> bool:
         """Whether any ``.gitignore`` speaks for the entries of ``rel_dir``; when none
