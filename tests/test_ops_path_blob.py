@@ -38,3 +38,9 @@ def test_packed_paths_cross_the_wire_as_one_raw_blob() -> None:
         assert frame[2:] == [blob]
         wire.send_message(left, {"ok": {"paths": blob}})
         assert unpack_paths(wire.recv_message(right)["ok"]["paths"]) == PATHS
+
+
+def test_a_common_prefix_is_cut_from_every_path() -> None:
+    blob = pack_paths(["src/a.py", "src/b\nc", "src/src/d", os.fsdecode(b"src/caf\xe9")])
+    assert unpack_paths(blob, "src/") == ["a.py", "b\nc", "src/d", os.fsdecode(b"caf\xe9")]
+    assert unpack_paths(b"", "src/") == []

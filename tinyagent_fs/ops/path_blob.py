@@ -16,5 +16,13 @@ def pack_paths(paths: list[str]) -> bytes:
     return SEPARATOR.join(paths).encode("utf-8", "surrogatepass")
 
 
-def unpack_paths(blob: bytes) -> list[str]:
-    return blob.decode("utf-8", "surrogatepass").split(SEPARATOR) if blob else []
+def unpack_paths(blob: bytes, prefix: str = "") -> list[str]:
+    """The paths, each without ``prefix``, which every one of them must start with.
+
+    Cutting the prefix is part of the one split (a NUL is always followed by the
+    next path), so names below a directory need no new string per path.
+    """
+    if not blob:
+        return []
+    text = blob.decode("utf-8", "surrogatepass")
+    return text[len(prefix) :].split(SEPARATOR + prefix)

@@ -6,7 +6,7 @@ from itertools import compress
 from typing import Any
 
 from ..hooks.decision import Risk
-from ..ops.listing import DIRECTORY, FILE, OTHER, SYMLINK
+from ..ops import listing as entry
 from ..ops.path_blob import unpack_paths
 from .context import ToolContext
 from .result import ToolResult
@@ -32,7 +32,7 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     )
     paths = unpack_paths(listing["paths"])
     types = listing["types"]
-    lines = _tree_lines(base, paths, types, nested=args["depth"] > 1)
+    lines = _tree_lines(base, listing["paths"], types, nested=args["depth"] > 1)
     if "sizes" in listing:
         lines = [
             line if size is None else f"{line}  ({size:,} bytes)"
@@ -48,7 +48,7 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     data = {
         "path": base,
         "paths": paths,
-        **{key: list(compress(paths, map(kind.__eq__, types))) for key, kind in _KIND_KEYS},
+        **{key: _of_kind(paths, types, kind) for key, kind in _KIND_KEYS},
         "ignored": listing["ignored"],
         "total": listing["total"],
         "omitted": listing["omitted"],
@@ -58,19 +58,35 @@ async def list_directory(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     return ToolResult.success("\n".join([header, *lines]), data)
 
 
-_TYPE_SUFFIX = {FILE: "", DIRECTORY: "/", SYMLINK: "@", OTHER: ""}
-_KIND_KEYS = (("directories", DIRECTORY), ("symlinks", SYMLINK), ("others", OTHER))
+_KIND_KEYS = (
+    ("directories", entry.DIRECTORY),
+    ("symlinks", entry.SYMLINK),
+    ("others", entry.OTHER),
+)
 """The result lists the paths of each kind but files: one list of every path, and
 these few short ones, cost a client far less to parse than a type per entry."""
 
 
-def _tree_lines(base: str, paths: list[str], types: str, *, nested: bool) -> list[str]:
-    """One line per entry: its name indented by depth, '/' after a directory, '@' after a link."""
-    skip = 0 if base == "." else len(base) + 1
-    below = [path[skip:] for path in paths]
+def _tree_lines(base: str, packed: bytes, types: str, *, nested: bool) -> list[str]:
+    """One line per entry: its name indented by depth, '/' after a directory, '@' after a link.
+
+    ``packed`` paths all start with the listed directory: unpacked without it,
+    a flat listing's lines are there at once, and only directories and links,
+    found by ``str.find`` in ``types``, are touched one by one.
+    """
+    lines = unpack_paths(packed, "" if base == "." else base + "/")
     if nested:
-        below = ["  " * rel.count("/") + rel.rpartition("/")[2] for rel in below]
-    return list(map(str.__add__, below, map(_TYPE_SUFFIX.__getitem__, types)))
+        lines = ["  " * rel.count("/") + rel.rpartition("/")[2] for rel in lines]
+    for kind, suffix in ((entry.DIRECTORY, "/"), (entry.SYMLINK, "@")):
+        at = types.find(kind)
+        while at >= 0:
+            lines[at] += suffix
+            at = types.find(kind, at + 1)
+    return lines
+
+
+def _of_kind(paths: list[str], types: str, kind: str) -> list[str]:
+    return list(compress(paths, map(kind.__eq__, types))) if kind in types else []
 
 
 async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
