@@ -12,6 +12,7 @@ import pytest
 
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.ops.ignore import IgnoreRules
+from tinyagent_fs.ops.path_blob import unpack_paths
 from tinyagent_fs.ops.search import glob_files
 
 from .ops_tree import DENIED, build_git_cases, build_tree
@@ -31,7 +32,7 @@ def tree(tmp_path: Path) -> Path:
 
 def paths(root: Path, pattern: str, base: str = "", limit: int = 1000) -> list[str]:
     result = glob_files(str(root), str(root / base), pattern, DENIED, limit)
-    return result["matches"]
+    return unpack_paths(result["matches"])
 
 
 def test_double_star_spans_directories_and_single_star_stays_in_one(tree: Path) -> None:
@@ -115,10 +116,9 @@ def test_recent_files_come_first_newest_first_then_alphabetical(tree: Path) -> N
 
 def test_limit_reports_total_and_omitted(tree: Path) -> None:
     result = glob_files(str(tree), str(tree), "**/*.txt", DENIED, 2)
-    assert result["matches"] == [".hidden/config.txt", "docs/long.txt"]
+    assert unpack_paths(result["matches"]) == [".hidden/config.txt", "docs/long.txt"]
     assert result["total"] == 6
     assert result["omitted"] == 4
-    assert result["mtimes"] == [(tree / path).stat().st_mtime for path in result["matches"]]
 
 
 def test_trailing_slash_means_everything_below(tree: Path) -> None:
@@ -153,7 +153,7 @@ def test_ignore_rules_agree_with_git(tmp_path: Path) -> None:
         text=True,
     ).stdout
     expected = sorted(p for p in listed.split("\0") if p)
-    found = sorted(glob_files(str(root), str(root), "**", [], 1000)["matches"])
+    found = sorted(unpack_paths(glob_files(str(root), str(root), "**", [], 1000)["matches"]))
     assert found == expected
     rules = IgnoreRules(str(root), [])
     assert rules.is_gitignored("build", True) and not rules.is_gitignored("build", False)

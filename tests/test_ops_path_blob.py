@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
-from tinyagent_fs.ops.path_blob import pack_paths, unpack_paths
+from tinyagent_fs.ops.path_blob import pack_paths, pack_runs, unpack_paths
 from tinyagent_fs.providers import wire
 
 PATHS = [
@@ -44,3 +44,11 @@ def test_a_common_prefix_is_cut_from_every_path() -> None:
     blob = pack_paths(["src/a.py", "src/b\nc", "src/src/d", os.fsdecode(b"src/caf\xe9")])
     assert unpack_paths(blob, "src/") == ["a.py", "b\nc", "src/d", os.fsdecode(b"caf\xe9")]
     assert unpack_paths(b"", "src/") == []
+
+
+def test_runs_of_names_pack_as_their_paths() -> None:
+    runs = [("", ["a", "b"]), ("b/", []), ("b/", ["c\nd"]), ("b/e/", [os.fsdecode(b"\xe9")])]
+    paths = ["a", "b", "b/c\nd", os.fsdecode(b"b/e/\xe9")]
+    assert pack_runs(runs) == pack_paths(paths)
+    assert unpack_paths(pack_runs(runs)) == paths
+    assert pack_runs([]) == pack_runs([("x/", [])]) == b""

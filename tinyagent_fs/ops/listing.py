@@ -15,7 +15,7 @@ from .ignore import (
     open_subdirectory,
     sorted_entries,
 )
-from .path_blob import pack_paths
+from .path_blob import pack_runs
 
 COUNT_FACTOR = 100
 """Past the limit we keep counting, but only up to this many times the limit."""
@@ -79,11 +79,11 @@ def list_tree(
     finally:
         os.close(fd)
     result: dict[str, Any] = {
-        "paths": pack_paths(listing.paths),
+        "paths": pack_runs(listing.runs),
         "types": "".join(listing.types),
         "ignored": listing.ignored,
         "total": listing.total,
-        "omitted": listing.total - len(listing.paths),
+        "omitted": listing.total - listing.shown,
         "omitted_is_lower_bound": listing.stopped,
     }
     if sizes:
@@ -107,7 +107,9 @@ class _Listing:
         self.include_hidden = include_hidden
         self.limit = limit
         self.cap = COUNT_FACTOR * limit
-        self.paths: list[str] = []
+        self.runs: list[tuple[str, list[str]]] = []
+        """Names shown, in runs that share a directory: (its path and a slash, names)."""
+        self.shown = 0
         self.types: list[str] = []
         self.ignored: list[str] = []
         self.sizes: list[int | None] = []
@@ -115,32 +117,33 @@ class _Listing:
         self.stopped = False
 
     def visit(self, fd: int, rel_dir: str, depth_left: int) -> None:
-        children, rels, kinds = self._shown_entries(fd, rel_dir)
-        ignored = self._ignored(rel_dir, rels, kinds)
+        prefix = rel_dir + "/" if rel_dir else ""
+        children, names, kinds = self._shown_entries(fd, prefix)
+        ignored = self._ignored(prefix, names, kinds)
         start = 0
         if depth_left > 1:
             for index, kind in enumerate(kinds):
-                if kind is not DIRECTORY or rels[index] in ignored:
+                if kind is not DIRECTORY or names[index] in ignored:
                     continue
-                self._add(children, rels, kinds, ignored, start, index + 1)
+                self._add(prefix, children, names, kinds, ignored, start, index + 1)
                 start = index + 1
                 if self.stopped:
                     return
-                subdirectory = open_subdirectory(fd, children[index].name)
+                subdirectory = open_subdirectory(fd, names[index])
                 if subdirectory is None:
                     continue
                 try:
-                    self.visit(subdirectory, rels[index], depth_left - 1)
+                    self.visit(subdirectory, prefix + names[index], depth_left - 1)
                 finally:
                     os.close(subdirectory)
                 if self.stopped:
                     return
-        self._add(children, rels, kinds, ignored, start, len(rels))
+        self._add(prefix, children, names, kinds, ignored, start, len(names))
 
     def _shown_entries(
-        self, fd: int, rel_dir: str
+        self, fd: int, prefix: str
     ) -> tuple[list[os.DirEntry[str]], list[str], list[str]]:
-        """The entries of a directory a listing may show, their paths and their kinds.
+        """The entries of a directory a listing may show, their names and their kinds.
 
         Hidden entries go unless asked for; denied ones always go, a link when
         its name is denied for files or for directories.
@@ -153,7 +156,6 @@ class _Listing:
             first, end = bisect.bisect_left(names, "."), bisect.bisect_left(names, "/")
             del children[first:end], names[first:end]
         kinds = [FILE if c.is_file(follow_symlinks=False) else _kind(c) for c in children]
-        prefix = rel_dir + "/" if rel_dir else ""
         suspects = self.rules.denial_candidates(names)
         if suspects is None or suspects:
             is_denied = self.rules.is_denied
@@ -170,26 +172,26 @@ class _Listing:
                 children = [children[index] for index in kept]
                 names = [names[index] for index in kept]
                 kinds = [kinds[index] for index in kept]
-        return children, list(map(prefix.__add__, names)), kinds
+        return children, names, kinds
 
-    def _ignored(self, rel_dir: str, rels: list[str], kinds: list[str]) -> set[str]:
-        """Entries shown but flagged and never expanded: ``.git``, and what a
+    def _ignored(self, prefix: str, names: list[str], kinds: list[str]) -> set[str]:
+        """Names shown but flagged and never expanded: ``.git``, and what a
         ``.gitignore`` matches."""
-        git = f"{rel_dir}/{GIT_DIR_NAME}" if rel_dir else GIT_DIR_NAME
-        ignored = {git} if git in rels else set()
-        if self.rules.gitignores_apply(rel_dir):
+        ignored = {GIT_DIR_NAME} if GIT_DIR_NAME in names else set()
+        if self.rules.gitignores_apply(prefix.removesuffix("/")):
             is_gitignored = self.rules.is_gitignored
             ignored.update(
-                rel
-                for rel, kind in zip(rels, kinds, strict=True)
-                if is_gitignored(rel, kind is DIRECTORY)
+                name
+                for name, kind in zip(names, kinds, strict=True)
+                if is_gitignored(prefix + name, kind is DIRECTORY)
             )
         return ignored
 
     def _add(
         self,
+        prefix: str,
         children: list[os.DirEntry[str]],
-        rels: list[str],
+        names: list[str],
         kinds: list[str],
         ignored: set[str],
         start: int,
@@ -201,13 +203,14 @@ class _Listing:
             end = start + room
             self.stopped = True
         self.total += end - start
-        shown = min(end, start + self.limit - len(self.paths))
+        shown = min(end, start + self.limit - self.shown)
         if shown <= start:
             return
-        self.paths += rels[start:shown]
+        self.shown += shown - start
+        self.runs.append((prefix, names[start:shown]))
         self.types += kinds[start:shown]
         if ignored:
-            self.ignored += [rel for rel in rels[start:shown] if rel in ignored]
+            self.ignored += [prefix + name for name in names[start:shown] if name in ignored]
         if self.with_sizes:
             self.sizes += [
                 _size(child) if kind is FILE else None

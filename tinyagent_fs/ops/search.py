@@ -19,6 +19,7 @@ from typing import Any
 from ..errors import ErrorCode, ToolError
 from .glob_match import GlobMatcher, glob_problem
 from .ignore import IgnoreRules, load_ignore_rules, walk_files
+from .path_blob import pack_paths
 from .ripgrep import (
     FileHits,
     Hit,
@@ -40,9 +41,9 @@ def glob_files(
 
     Recently modified files come first because an agent globbing is usually looking
     for what it (or the person) just worked on; the rest are in tree order.
-    ``matches`` are the paths relative to ``root`` and ``mtimes`` their modification
-    times, as two flat lists: thousands of small objects cost more to send out of
-    the sandbox than the walk that found them.
+    ``matches`` are the paths relative to ``root``, packed by ``pack_paths``:
+    thousands of small strings cost more to send out of the sandbox one by one
+    than the walk that found them.
     """
     _require(limit >= 1, "limit must be at least 1")
     _require_directory(root, base)
@@ -67,10 +68,8 @@ def glob_files(
     recent = [item for item in found if item[1] >= cutoff]
     recent.sort(key=_newest_first)
     ordered = recent + [item for item in found if item[1] < cutoff]
-    shown = ordered[:limit]
     return {
-        "matches": [path for path, _ in shown],
-        "mtimes": [mtime for _, mtime in shown],
+        "matches": pack_paths([path for path, _ in ordered[:limit]]),
         "total": len(ordered),
         "omitted": max(0, len(ordered) - limit),
     }

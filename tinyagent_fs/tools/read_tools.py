@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
+from ..ops.path_blob import unpack_paths
 from ..text import decode_text, detect_binary_type, split_lines
 from .context import ToolContext
 from .format import number_lines
@@ -198,7 +199,7 @@ async def _expand(ctx: ToolContext, patterns: list[str], cap: int) -> list[Path]
                 denied_patterns=list(ctx.policy.denied_patterns),
                 limit=cap,
             )
-            for match in found["matches"]:
+            for match in unpack_paths(found["matches"]):
                 seen.setdefault(ctx.resolve(match), None)
         else:
             seen.setdefault(ctx.resolve(raw), None)

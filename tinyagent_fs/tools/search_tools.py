@@ -98,7 +98,7 @@ async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         limit=args["limit"],
         **_search_args(ctx),
     )
-    paths = found["matches"]
+    paths = unpack_paths(found["matches"])
     lines = list(paths)
     if found["omitted"]:
         lines.append(f"[... {found['omitted']} more files not shown; narrow the pattern]")
