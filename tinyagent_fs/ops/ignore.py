@@ -399,6 +399,7 @@ def _walk_directory(
     descend = max_depth is None or max_depth > 1
     deeper = None if max_depth is None else max_depth - 1
     is_denied = rules.is_denied
+    suspects = rules.denial_candidates([entry.name for entry in entries])
     gitignores = rules.gitignores_apply(rel_dir)
     for entry in entries:
         name = entry.name
@@ -414,7 +415,9 @@ def _walk_directory(
         except OSError:
             continue
         rel = prefix + name
-        if name == GIT_DIR_NAME or is_denied(rel, is_dir):
+        if name == GIT_DIR_NAME or (
+            (suspects is None or name in suspects) and is_denied(rel, is_dir)
+        ):
             continue
         if gitignores and rules.is_gitignored(rel, is_dir):
             continue
