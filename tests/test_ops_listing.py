@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +159,14 @@ def test_a_directory_that_is_a_link_by_now_is_refused_not_followed(tree: Path) -
 def test_sizes_only_when_asked(tree: Path) -> None:
     listed = listing(tree, depth=2, include_hidden=True)
     assert names(listed) and "sizes" not in listed
+
+
+def test_only_names_starting_with_a_dot_are_hidden(tmp_path: Path) -> None:
+    latin = os.fsdecode(b"\xe9t\xe9")
+    created = ["!bang", "#hash", "-dash", ".a", ".z", "..dots", "0zero", "_under", "~tilde", latin]
+    for name in created:
+        (tmp_path / name).write_text("")
+    shown = names(list_tree(str(tmp_path), str(tmp_path), ".", 1, False, 100, []))
+    assert shown == ["!bang", "#hash", "-dash", "0zero", "_under", "~tilde", latin]
+    every = names(list_tree(str(tmp_path), str(tmp_path), ".", 1, True, 100, []))
+    assert every == sorted(created)
