@@ -180,11 +180,17 @@ async def test_structured_results_match_the_declared_output_schema(
         listed = {tool.name: tool for tool in (await client.list_tools()).tools}
         read = await client.call_tool("read_file", {"path": "src/pkg/core.py"})
         missing = await client.call_tool("read_file", {"path": "no/such.py"})
+        tree = await client.call_tool("list_directory", {"path": "src", "depth": 2})
 
     for result in (read, missing):
         jsonschema.validate(result.structured_content, listed["read_file"].output_schema)
     assert read.structured_content["ok"] is True and "error" not in read.structured_content
     assert error_code(missing) == "NOT_FOUND"
+    jsonschema.validate(tree.structured_content, listed["list_directory"].output_schema)
+    listing = tree.structured_content["data"]
+    assert listing["paths"] == ["src/pkg", "src/pkg/__init__.py", "src/pkg/core.py"]
+    assert listing["directories"] == ["src/pkg"] and listing["symlinks"] == []
+    assert tree.content[0].text.splitlines()[1:] == ["pkg/", "  __init__.py", "  core.py"]
 
 
 async def test_the_per_minute_request_budget_comes_from_the_command_line(
