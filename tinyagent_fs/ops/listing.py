@@ -47,9 +47,9 @@ def list_tree(
     by name beneath their directory's descriptor (most of a big listing's cost).
     Subdirectories are opened beneath it without following links.
 
-    The entries come as columns: ``paths`` (relative to ``root``, packed by
-    ``pack_paths``), ``types`` (one string, a letter per entry: ``FILE`` and the rest),
-    ``ignored`` (the shown paths that are flagged) and, with ``sizes``,
+    The entries come as columns: ``paths`` (relative to ``root``, packed: see
+    ``path_blob``), ``types`` (one string, a letter per entry: ``FILE`` and the
+    rest), ``ignored`` (the shown paths that are flagged) and, with ``sizes``,
     ``sizes`` (None for anything but a regular file).
     """
     if depth < 1:
@@ -95,7 +95,7 @@ class _Listing:
     """Accumulates entries as parallel columns until the limit, then only counts, then stops.
 
     Columns, not one dict per entry: a listing of thousands of entries then
-    crosses the sandbox wire and the MCP answer as a few flat JSON arrays. A
+    crosses the sandbox wire as one packed blob and one string of letters. A
     directory is filtered as a whole and its entries are added in runs (up to
     each subdirectory that is expanded), so the work per entry is a few
     list operations rather than a pass through the loop body.
@@ -155,7 +155,10 @@ class _Listing:
             # from "." up to "/" (the next code point, which no name contains).
             first, end = bisect.bisect_left(names, "."), bisect.bisect_left(names, "/")
             del children[first:end], names[first:end]
-        kinds = [FILE if c.is_file(follow_symlinks=False) else _kind(c) for c in children]
+        try:
+            kinds = [FILE if c.is_file(follow_symlinks=False) else _kind(c) for c in children]
+        except OSError:  # no d_type here and an lstat failed: entry by entry, then
+            kinds = list(map(_kind, children))
         suspects = self.rules.denial_candidates(names)
         if suspects is None or suspects:
             is_denied = self.rules.is_denied
