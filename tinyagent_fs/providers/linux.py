@@ -3,9 +3,9 @@
 The worker is started on first use and kept; every call is one request and one
 answer over a socketpair (see ``wire``), serialized by a lock. Calls run on a
 thread of the provider's own, so any event loop (or a plain thread) may call;
-only a stat, a read or a listing on an idle, running worker is sent from the
-loop, and its answer read there only if it is complete within ``INLINE_WAIT_S``;
-any longer wait moves to the thread. The toolkit process itself is never restricted.
+only a stat or a read on an idle, running worker is sent from the loop, and
+its answer read there only if it is complete within ``INLINE_WAIT_S``; any
+longer wait moves to the thread. The toolkit process itself is never restricted.
 
 Every request has a deadline. A worker that dies, is stopped (SIGSTOP), stalls
 past its deadline, or answers with something that is not a frame is killed;
@@ -42,7 +42,7 @@ from .worker_slot import WorkerSlot
 COMMAND_MARGIN_S = 5.0
 EXIT_WAIT_S = 0.5
 """How long a worker whose socket closed gets to be reaped, to tell a crash from a stall."""
-QUICK_OPS = frozenset({"read_bytes", "stat_path", "list_tree", "ping"})
+QUICK_OPS = frozenset({"read_bytes", "stat_path", "ping"})
 QUICK_TIMEOUT_S = 30.0
 INLINE_WAIT_S = 0.002
 """The longest a quick call may hold the event loop waiting for its answer to start."""
