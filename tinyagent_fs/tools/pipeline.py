@@ -10,6 +10,7 @@ from typing import Any
 from ..audit import AuditEvent, AuditLog, summarise_arguments
 from ..changes import ChangeSet
 from ..errors import ErrorCode, ToolError
+from ..gc_pause import paused_gc
 from ..hooks.decision import Decision, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
 from .context import ToolContext
@@ -226,13 +227,10 @@ class Pipeline:
 
 
 def _planned_call(spec: ToolSpec, args: dict[str, Any], plan: Plan, call_id: str) -> ToolCall:
+    with paused_gc():
+        diff = plan.changeset.unified_diff()
     return ToolCall(
-        spec.name,
-        args,
-        spec.risk,
-        changeset=plan.changeset,
-        diff=plan.changeset.unified_diff(),
-        call_id=call_id,
+        spec.name, args, spec.risk, changeset=plan.changeset, diff=diff, call_id=call_id
     )
 
 
