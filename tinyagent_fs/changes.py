@@ -15,7 +15,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from .diff import Opcode, aligns, text_hunks, unified_hunks
+from .diff import Opcode, planned_hunks, text_hunks, unified_hunks
 from .digest import content_hash
 from .text import split_lines
 
@@ -97,11 +97,8 @@ class FileChange:
         new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
             return None
-        old, new = split_lines(old_text), split_lines(new_text)
-        if not aligns(old, new, codes):
-            return None
-        hunks = unified_hunks(old, new, DIFF_CONTEXT, list(codes))
-        return [_ensure_newline(line) for line in hunks]
+        hunks = planned_hunks(split_lines(old_text), new_text, codes, DIFF_CONTEXT)
+        return None if hunks is None else _marked(hunks)
 
     def line_counts(self) -> tuple[int, int]:
         """(+added, -removed) lines of this change's diff."""

@@ -48,6 +48,43 @@ def unified_hunks(
     return _hunks(known, _slicer(old), _slicer(new), context)
 
 
+def planned_hunks(
+    old: Sequence[str], new_text: str, codes: Sequence[Opcode], context: int = 3
+) -> Iterator[str] | None:
+    """``unified_hunks(old, split_lines(new_text), context, codes)`` when ``codes``
+    align ``old`` (split lines) with ``new_text`` as ``aligns`` would accept; None
+    when they do not.
+
+    The new text is not split: each "equal" stretch must be the old lines' text at
+    that place in it, and each change is split from there on its own, so only the
+    changed lines are ever split (the new side of a hunk is never asked for lines in
+    an "equal" stretch). Every stretch must begin where ``split_lines`` begins a line,
+    so the stretches split exactly as the whole text would.
+    """
+    changed: list[tuple[int, Sequence[str]]] = []
+    position = i = j = 0
+    for tag, i1, i2, j1, j2 in codes:
+        if (i1, j1) != (i, j) or i2 < i1 or j2 < j1:
+            return None
+        if position < len(new_text) and not starts_line(new_text, position):
+            return None
+        if tag == "equal":
+            stretch = "".join(old[i1:i2])
+            if i2 - i1 != j2 - j1 or not new_text.startswith(stretch, position):
+                return None
+            position += len(stretch)
+        else:
+            lines = lines_from(new_text, position, j2 - j1)
+            if len(lines) != j2 - j1:
+                return None
+            changed.append((j1, lines))
+            position += sum(map(len, lines))
+        i, j = i2, j2
+    if i != len(old) or position != len(new_text):
+        return None
+    return _hunks(list(codes), _slicer(old), _pieces(*changed), context)
+
+
 def text_hunks(old: str, new: str, context: int = 3) -> Iterator[str]:
     """``unified_hunks(split_lines(old), split_lines(new), context)``, without
     splitting or aligning the lines both texts share at their start and end."""
