@@ -3,6 +3,7 @@ and a wrong alignment is never used."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.patch_harness import Scenario, TreeFiles, copy_input, load_scenarios
 from tests.test_diff import apply_hunks
-from tinyagent_fs.diff import aligns, opcodes, planned_hunks, unified_hunks
+from tinyagent_fs.diff import Opcode, opcodes, planned_hunks, unified_hunks
 from tinyagent_fs.patch import plan_patch
 from tinyagent_fs.text import split_lines
 
@@ -113,3 +114,17 @@ def _check_planned_hunks(old: str, new: str, codes: list) -> None:
         assert list(found) == list(unified_hunks(old_lines, new_lines, 3, list(codes)))
     else:
         assert found is None
+
+
+def aligns(old: Sequence[str], new: Sequence[str], codes: Sequence[Opcode]) -> bool:
+    """Whether ``codes`` turn ``old`` into ``new`` (contiguous, covering both sides,
+    every "equal" stretch really equal): the definition ``planned_hunks`` is held to,
+    on the split lines of both sides."""
+    i = j = 0
+    for tag, i1, i2, j1, j2 in codes:
+        if (i1, j1) != (i, j) or i2 < i1 or j2 < j1:
+            return False
+        if tag == "equal" and (i2 - i1 != j2 - j1 or old[i1:i2] != new[j1:j2]):
+            return False
+        i, j = i2, j2
+    return (i, j) == (len(old), len(new))

@@ -42,7 +42,8 @@ def unified_hunks(
     """The hunks of a unified diff (no file header), lines keeping their endings.
 
     ``codes``: an alignment the caller already knows (a patch's hunks are one),
-    which must satisfy ``aligns``; None: computed here.
+    which must be a true one (contiguous, covering both sides, every "equal"
+    stretch really equal); None: computed here.
     """
     known = opcodes(old, new) if codes is None else codes
     return _hunks(known, _slicer(old), _slicer(new), context)
@@ -52,8 +53,8 @@ def planned_hunks(
     old: Sequence[str], new_text: str, codes: Sequence[Opcode], context: int = 3
 ) -> Iterator[str] | None:
     """``unified_hunks(old, split_lines(new_text), context, codes)`` when ``codes``
-    align ``old`` (split lines) with ``new_text`` as ``aligns`` would accept; None
-    when they do not.
+    truly align ``old`` (split lines) with the lines of ``new_text``: contiguous,
+    covering both sides, every "equal" stretch really equal. None when they do not.
 
     The new text is not split: each "equal" stretch must be the old lines' text at
     that place in it, and each change is split from there on its own, so only the
@@ -207,19 +208,6 @@ def opcodes(old: Sequence[str], new: Sequence[str]) -> list[Opcode]:
     out: list[Opcode] = []
     _align(old, 0, len(old), new, 0, len(new), out)
     return _merged(out)
-
-
-def aligns(old: Sequence[str], new: Sequence[str], codes: Sequence[Opcode]) -> bool:
-    """Whether ``codes`` turn ``old`` into ``new``: contiguous, covering both sides,
-    and every "equal" stretch really equal. Any such alignment is a true diff."""
-    i = j = 0
-    for tag, i1, i2, j1, j2 in codes:
-        if (i1, j1) != (i, j) or i2 < i1 or j2 < j1:
-            return False
-        if tag == "equal" and (i2 - i1 != j2 - j1 or old[i1:i2] != new[j1:j2]):
-            return False
-        i, j = i2, j2
-    return (i, j) == (len(old), len(new))
 
 
 def _align(
