@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -83,13 +83,8 @@ class FileChange:
 
     @functools.cached_property
     def _counts(self) -> tuple[int, int]:
-        added = removed = 0
-        for line in self._hunks or ():
-            if line.startswith("+"):
-                added += 1
-            elif line.startswith("-"):
-                removed += 1
-        return added, removed
+        firsts = "".join([line[:1] for line in self._hunks or ()])
+        return firsts.count("+"), firsts.count("-")
 
     def _planned_hunks(self, codes: tuple[Opcode, ...]) -> list[str] | None:
         """The hunks ``codes`` give; None unless they truly align the two texts."""
@@ -134,7 +129,12 @@ def hunk_lines(old: list[str], new: list[str], context: int = DIFF_CONTEXT) -> l
     return _marked(unified_hunks(old, new, context))
 
 
-def _marked(hunks: Iterable[str]) -> list[str]:
+def _marked(hunks: list[str]) -> list[str]:
+    """``hunks`` with git's marker after a line without a final newline. Only the last
+    line of a side can lack one, so one count over the joined lines (a line holds a
+    \\n at its end or nowhere) usually shows there is nothing to mark."""
+    if "".join(hunks).count("\n") == len(hunks):
+        return hunks
     return [_ensure_newline(line) for line in hunks]
 
 
@@ -173,7 +173,7 @@ class ChangeSet:
     def _diff(self) -> str:
         """Built once: the review, the result and the audit record all show it (a
         500-file patch need not be diffed twice)."""
-        return "".join(line for c in self.changes for line in c.diff_lines(self.root))
+        return "".join(chain.from_iterable(c.diff_lines(self.root) for c in self.changes))
 
     def line_counts(self) -> tuple[int, int]:
         added = removed = 0
