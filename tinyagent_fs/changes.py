@@ -57,11 +57,23 @@ class FileChange:
     """How old and new lines align, when the plan knows it already (a patch's hunks
     are the diff): spares diffing the texts again. Used only if it fits them."""
 
+    @functools.cached_property
+    def old_hash(self) -> str:
+        """``content_hash`` of ``old_bytes``, computed once (the commit payload and the
+        journal both need it)."""
+        return content_hash(self.old_bytes)
+
+    @functools.cached_property
+    def new_hash(self) -> str:
+        """``content_hash`` of ``new_bytes``, computed once (the journal and the read
+        state both need it)."""
+        return content_hash(self.new_bytes)
+
     @property
     def expected_hash(self) -> str:
         if self.kind is ChangeKind.RMDIR:
             return DIRECTORY
-        return content_hash(self.old_bytes)
+        return self.old_hash
 
     @property
     def dest_expected_hash(self) -> str:

@@ -213,10 +213,10 @@ class UndoJournal:
                 "path": str(change.path),
                 "dest": str(change.dest) if change.dest is not None else None,
                 "old": keep(change.path, f"{stem}.{index}.old", change.old_bytes),
-                "old_sha": _sha(change.old_bytes),
+                "old_sha": None if change.old_bytes is None else change.old_hash,
                 "dest_old": keep(change.dest, f"{stem}.{index}.dest", change.dest_old_bytes),
                 "dest_sha": _sha(change.dest_old_bytes),
-                "new_hash": content_hash(change.new_bytes),
+                "new_hash": change.new_hash,
                 "mode": change.mode,
             }
             for index, change in enumerate(changes)

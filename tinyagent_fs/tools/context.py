@@ -34,11 +34,12 @@ class ReadState:
 
     seen: dict[Path, str] = field(default_factory=dict)
 
-    def remember(self, path: Path, data: bytes | None) -> None:
+    def remember(self, path: Path, data: bytes | None, digest: str | None = None) -> None:
+        """``digest``: ``content_hash(data)``, when the caller has it already."""
         if data is None:
             self.seen.pop(path, None)
         else:
-            self.seen[path] = content_hash(data)
+            self.seen[path] = digest if digest is not None else content_hash(data)
 
     def remember_window(self, path: Path, proof: dict[str, Any]) -> None:
         """What a window read vouches for: the file's content hash, or its identity."""

@@ -183,9 +183,9 @@ class Pipeline:
         for change in changeset.changes:
             if change.dest is not None:
                 self.ctx.read_state.remember(change.path, None)
-                self.ctx.read_state.remember(change.dest, change.new_bytes)
+                self.ctx.read_state.remember(change.dest, change.new_bytes, change.new_hash)
             else:
-                self.ctx.read_state.remember(change.path, change.new_bytes)
+                self.ctx.read_state.remember(change.path, change.new_bytes, change.new_hash)
         if plan.after_commit is not None:
             plan.after_commit(changeset)
         return report
