@@ -47,9 +47,9 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     created_dirs: list[str] = []
     applied: list[_Step] = []
     try:
-        flush = FileFlush()
+        flush, folders = FileFlush(), _Folders(created_dirs)
         for step in steps:
-            _stage(step, change_id, created_dirs, flush)
+            _stage(step, change_id, folders, flush)
         flush.flush()  # new contents durable before any rename
         for step in steps:
             _apply(step, change_id)
@@ -177,12 +177,11 @@ def _target(step: _Step) -> str | None:
     return step.dest if step.kind == "move" else step.path
 
 
-def _stage(step: _Step, change_id: str, created_dirs: list[str], flush: FileFlush) -> None:
+def _stage(step: _Step, change_id: str, folders: _Folders, flush: FileFlush) -> None:
     target = _target(step)
     if target is None or step.new_bytes is None:
         return
-    parent = os.path.dirname(target)
-    _make_parents(parent, created_dirs)
+    folders.make(os.path.dirname(target))
     mode = step.mode if step.mode is not None else _existing_mode(target)
     staged = _sibling(target, change_id, "tmp")
     fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
@@ -218,10 +217,12 @@ def _apply(step: _Step, change_id: str) -> None:
 
 def _back_up(step: _Step, path: str, change_id: str) -> None:
     """Keep the old entry under a marked name; a rename for directories, a link for files."""
-    if not os.path.lexists(path):
+    try:
+        info = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
         return
     backup = _sibling(path, change_id, "bak")
-    if os.path.isdir(path) and not os.path.islink(path):
+    if stat_module.S_ISDIR(info.st_mode):
         os.rename(path, backup)
     else:
         os.link(path, backup, follow_symlinks=False)
@@ -253,15 +254,23 @@ def _roll_back(applied: list[_Step], steps: list[_Step], created_dirs: list[str]
             os.rmdir(directory)
 
 
-def _make_parents(parent: str, created_dirs: list[str]) -> None:
-    missing: list[str] = []
-    current = parent
-    while current and not os.path.isdir(current):
-        missing.append(current)
-        current = os.path.dirname(current)
-    for directory in reversed(missing):
-        os.mkdir(directory)
-        created_dirs.append(directory)
+class _Folders:
+    """Makes the folders files are staged in; each is looked up once per commit."""
+
+    def __init__(self, created: list[str]) -> None:
+        self.created = created
+        self._present: set[str] = set()
+
+    def make(self, parent: str) -> None:
+        missing: list[str] = []
+        current = parent
+        while current and current not in self._present and not os.path.isdir(current):
+            missing.append(current)
+            current = os.path.dirname(current)
+        for directory in reversed(missing):
+            os.mkdir(directory)
+            self.created.append(directory)
+        self._present.add(parent)
 
 
 def _existing_mode(path: str) -> int:
@@ -290,7 +299,7 @@ def _dropped(backup: str) -> bool:
 
 def _remove(path: str) -> None:
     with contextlib.suppress(FileNotFoundError):
-        if os.path.isdir(path) and not os.path.islink(path):
+        if stat_module.S_ISDIR(os.lstat(path).st_mode):
             shutil.rmtree(path)
         else:
             os.unlink(path)
