@@ -57,6 +57,9 @@ class FileChange:
     line_opcodes: tuple[Opcode, ...] | None = None
     """How old and new lines align, when the plan knows it already (a patch's hunks
     are the diff): spares diffing the texts again. Used only if it fits them."""
+    old_lines: list[str] | None = field(default=None, repr=False, compare=False)
+    """``split_lines(old_text)``, when the plan split it already (a patch does, to
+    place its hunks): the review diff then splits nothing of the old text."""
 
     @functools.cached_property
     def old_hash(self) -> str:
@@ -105,7 +108,8 @@ class FileChange:
         new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
             return None
-        hunks = planned_hunks(split_lines(old_text), new_text, codes, DIFF_CONTEXT)
+        old = self.old_lines if self.old_lines is not None else split_lines(old_text)
+        hunks = planned_hunks(old, new_text, codes, DIFF_CONTEXT)
         return None if hunks is None else _marked(hunks)
 
     def line_counts(self) -> tuple[int, int]:

@@ -63,6 +63,7 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
             "new_text": item.new_text,
             "mode": mode,
             "line_opcodes": item.alignment,
+            "old_lines": item.old_lines,
         }
         if item.kind == "add":
             if old is not None:
