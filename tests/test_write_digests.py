@@ -88,3 +88,42 @@ async def test_the_old_content_the_journal_keeps_leaves_the_page_cache(
     assert len(kept) == 1
     assert resident_bytes(kept[0]) == 0  # looked at before reading it back
     assert kept[0].read_text() == first
+
+
+def count_calls(fs: FileTools, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ops the toolkit asks its provider for, from now on (the provider still runs them)."""
+    ops: list[str] = []
+    call = fs.provider.call
+
+    async def counted(op: str, **kwargs: object) -> object:
+        ops.append(op)
+        return await call(op, **kwargs)
+
+    monkeypatch.setattr(fs.provider, "call", counted)
+    return ops
+
+
+async def test_an_edit_of_the_file_the_toolkit_just_wrote_does_not_read_it_again(
+    fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _ = versions()
+    assert (await fs.write_file("big.txt", first)).ok
+    ops = count_calls(fs, monkeypatch)
+    edited = await fs.edit_file("big.txt", "line 000000007\n", "line seven\n")
+    assert edited.ok, edited.text
+    assert "read_bytes" not in ops and "commit_changes" in ops
+    assert (project / "big.txt").read_text() == first.replace("line 000000007", "line seven")
+
+
+async def test_an_edit_planned_on_the_last_view_of_a_file_changed_since_is_a_conflict(
+    fs: FileTools, project: Path
+) -> None:
+    first, _ = versions()
+    assert (await fs.write_file("big.txt", first)).ok
+    changed = first.replace("line 000000007", "line 00000000X")  # same size
+    (project / "big.txt").write_text(changed)
+    for old_string in ("line 000000007", "line 00000000X"):  # in the last view; on disk only
+        refused = await fs.edit_file("big.txt", old_string, "line seven")
+        assert not refused.ok and refused.error is not None
+        assert refused.error.code == "CONFLICT", refused.text
+    assert (project / "big.txt").read_text() == changed

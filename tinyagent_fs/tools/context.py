@@ -49,6 +49,14 @@ class ReadState:
             self.seen[path] = content_hash(data)
             self.latest = (path, data)
 
+    def last_seen(self, path: Path) -> bytes | None:
+        """The bytes the model last saw in ``path`` (read whole, or written by the
+        toolkit), if they are the ones kept in ``latest``."""
+        latest = self.latest
+        if latest is None or latest[0] != path:
+            return None
+        return latest[1] if self.seen.get(path) == content_hash(latest[1]) else None
+
     def recognise(self, path: Path, data: bytes | None) -> None:
         """``data`` was just read from ``path``: if it equals the content last
         remembered for it, it takes that content's digest without hashing."""
