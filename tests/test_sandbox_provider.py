@@ -232,18 +232,22 @@ async def test_stalled_worker_times_out_and_is_replaced(tmp_path: Path) -> None:
 async def test_a_handed_over_quick_call_never_waits_behind_a_call_blocked_on_the_lock(
     tmp_path: Path,
 ) -> None:
-    """A quick read whose answer is late is finished on another thread, so a call that
-    was queued on the provider's thread first and now waits for the lock cannot
-    deadlock it (it did: both sat on one thread, the lock holder behind the waiter)."""
+    """A read sent from the loop whose answer is still arriving is finished on another
+    thread, so a call that was queued on the provider's thread first (from a thread or
+    another loop) and now waits for the lock cannot deadlock it (it did: both sat on
+    one thread, the lock holder behind the waiter)."""
     async for sandbox in open_sandbox(tmp_path):
         provider = sandbox.provider
         await provider.call("stat_path", path=str(sandbox.root))
         big = sandbox.root / "big.bin"
-        big.write_bytes(os.urandom(1 << 20) * 48)  # its answer starts well after the inline wait
+        big.write_bytes(os.urandom(1 << 20) * 48)  # far more than the socket buffer holds
         loop = asyncio.get_running_loop()
         gate = threading.Event()
         busy = loop.run_in_executor(provider._thread(), gate.wait)
-        queued = asyncio.ensure_future(sandbox.run("echo queued"))
+        command = {"command": "echo queued", "workdir": str(sandbox.root), "timeout_s": 20}
+        queued = loop.run_in_executor(
+            provider._thread(), provider.call_sync, "run_command", command
+        )
         await asyncio.sleep(0)
         quick = asyncio.ensure_future(
             provider.call("read_bytes", path=str(big), max_bytes=big.stat().st_size)
@@ -333,3 +337,64 @@ async def test_daemons_escaping_the_process_group_die_with_the_worker(sandbox: S
     while any(is_running(pid) for pid in inside) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not any(is_running(pid) for pid in inside)
+
+
+async def test_calls_from_the_loop_wait_for_the_worker_without_blocking_the_loop(
+    sandbox: Sandbox,
+) -> None:
+    """While a call from the loop waits for the worker, the loop runs other work, and
+    the calls queued behind it on the same loop take no thread."""
+    provider = sandbox.provider
+    tree = sandbox.root / "tree"
+    for folder in range(20):
+        (tree / f"d{folder}").mkdir(parents=True)
+        for index in range(100):
+            (tree / f"d{folder}" / f"f{index}").write_bytes(b"")
+    await provider.call("ping")
+    threaded: list[str] = []
+    call_sync = provider.call_sync
+
+    def counted(op: str, kwargs: dict) -> object:
+        threaded.append(op)
+        return call_sync(op, kwargs)
+
+    provider.call_sync = counted  # type: ignore[method-assign]
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticking = asyncio.ensure_future(ticker())
+    try:
+        walked = asyncio.ensure_future(provider.call("walk_all", path=str(tree)))
+        await asyncio.sleep(0)
+        ticks = 0
+        found = await walked
+        during = ticks
+        reads = [
+            provider.call("read_bytes", path=str(sandbox.root / "inside.txt"), max_bytes=100)
+            for _ in range(20)
+        ]
+        answers = await asyncio.gather(*reads)
+    finally:
+        ticking.cancel()
+    assert len(found["files"]) == 2000
+    assert during > 10, "the loop stood still while the worker walked the tree"
+    assert answers == [b"inside\n"] * 20
+    assert threaded == [], "a call from the loop took the provider's thread"
+
+
+async def test_a_cancelled_call_from_the_loop_never_hands_its_answer_to_the_next(
+    sandbox: Sandbox,
+) -> None:
+    provider = sandbox.provider
+    inside = sandbox.root / "inside.txt"
+    await provider.call("ping")
+    for _ in range(20):
+        abandoned = asyncio.ensure_future(provider.call("stat_path", path=str(sandbox.root)))
+        await asyncio.sleep(0)
+        abandoned.cancel()
+        assert await provider.call("read_bytes", path=str(inside), max_bytes=100) == b"inside\n"

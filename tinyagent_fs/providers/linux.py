@@ -1,11 +1,12 @@
 """LinuxSandboxProvider: primitives run in a worker confined by Landlock and seccomp.
 
 The worker is started on first use and kept; every call is one request and one
-answer over a socketpair (see ``wire``), serialized by a lock. Calls run on a
-thread of the provider's own, so any event loop (or a plain thread) may call;
-only a stat or a read on an idle, running worker is sent from the loop, and
-its answer read there only if it is complete within ``INLINE_WAIT_S``; any
-longer wait moves to the thread. The toolkit process itself is never restricted.
+answer over a socketpair (see ``wire``), serialized by a lock. Calls from one
+event loop take turns there, in arrival order, so they do not queue on the lock
+from threads: a call to an idle, running worker is sent from the loop and its
+answer awaited there without blocking it (``loop_reply``); the rest (a busy or
+absent worker, commands) run on a thread of the provider's own, so any event
+loop (or a plain thread) may call. The toolkit process itself is never restricted.
 
 Every request has a deadline. A worker that dies, is stopped (SIGSTOP), stalls
 past its deadline, or answers with something that is not a frame is killed;
@@ -37,24 +38,16 @@ from ..sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
 from ..sandbox.probe import sandbox_support
 from . import wire, worker_launch
 from .base import Provider
+from .loop_reply import STALL_CHECK_S, WorkerStalled, frame_begun
 from .worker_slot import WorkerSlot
 
 COMMAND_MARGIN_S = 5.0
 EXIT_WAIT_S = 0.5
 """How long a worker whose socket closed gets to be reaped, to tell a crash from a stall."""
-QUICK_OPS = frozenset({"read_bytes", "stat_path", "ping"})
+QUICK_OPS = frozenset({"read_bytes", "read_window", "stat_path", "ping"})
 QUICK_TIMEOUT_S = 30.0
-INLINE_WAIT_S = 0.002
-"""The longest a quick call may hold the event loop waiting for its answer to start."""
-INLINE_STREAM_S = 0.25
-"""The longest the loop reads a large answer that has started to arrive; a
-worker that stops mid-answer is replaced after that, never waited out."""
-STALL_CHECK_S = 0.1
-"""How often a pending reply checks that the worker is not stopped."""
-
-
-class WorkerStalled(Exception):
-    """The worker is stopped and cannot answer; waiting out the deadline would not help."""
+THREAD_OPS = frozenset({"run_command"})
+"""Sent from the provider's thread always: a command's deadline and limits are its own."""
 
 
 class LinuxSandboxProvider(Provider):
@@ -97,11 +90,15 @@ class LinuxSandboxProvider(Provider):
             + worker_launch.readable_paths()
         )
         self._lock = threading.Lock()
+        self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+        """One queue per event loop: its calls reach the worker one after another anyway."""
         self._executor: ThreadPoolExecutor | None = None
         self._finisher: ThreadPoolExecutor | None = None
-        """Finishes quick calls handed over with the lock held; never waits for the lock,
-        so a call queued on ``_executor`` and blocked on the lock cannot sit in front of
-        the finish that would release it."""
+        """Finishes calls sent from the loop whose answer is still arriving, holding the
+        lock; never waits for the lock, so a call queued on ``_executor`` and blocked on
+        the lock cannot sit in front of the finish that would release it."""
         self._slot = WorkerSlot()
         self._finalizer = weakref.finalize(self, self._slot.release)
         self.report: dict[str, Any] = {}
@@ -118,34 +115,61 @@ class LinuxSandboxProvider(Provider):
         return process.pid if process is not None else None
 
     async def call(self, op: str, **kwargs: Any) -> Any:
-        """Quick primitives go from the loop to an idle, running worker; the rest via a thread.
+        """Sent from the loop to an idle, running worker; otherwise via the provider's thread.
 
-        A stat or a small read is a ~50 µs round trip, less than the hop to a
-        thread and back; the in-process provider blocks the loop for the same
-        work. The loop waits at most ``INLINE_WAIT_S`` for the answer to
-        start, and reads a large one for at most ``INLINE_STREAM_S``; an answer
-        that has not started is awaited on the thread, with its deadline and
-        stall checks, so a stopped or slow worker never holds the loop for
-        long. Starting the worker, commands, searches and commits never run
-        on the loop.
+        A round trip is tens of µs, less than a hop to a thread and back, and
+        the loop serves other work while the worker computes. An answer that
+        is all there is read on the loop; one still arriving (a large read) is
+        read on the finishing thread. Starting the worker and commands never
+        run on the loop. A cancelled call gives up its turn at once; the next
+        call then goes by the thread until the abandoned answer is drained.
         """
         loop = asyncio.get_running_loop()
-        if op in QUICK_OPS and self._worker_alive() and self._lock.acquire(blocking=False):
-            handed_over = False
+        turn = self._turns.get(loop)
+        if turn is None:
+            turn = self._turns[loop] = asyncio.Lock()
+        async with turn:
+            if op in THREAD_OPS or not self._worker_alive() or not self._lock.acquire(False):
+                return await loop.run_in_executor(self._thread(), self.call_sync, op, kwargs)
+            timeout = self.call_timeout_s
+            if op in QUICK_OPS:
+                timeout = min(timeout, QUICK_TIMEOUT_S)
+            deadline = time.monotonic() + timeout
             try:
-                deadline = time.monotonic() + min(self.call_timeout_s, QUICK_TIMEOUT_S)
                 sock = self._send(op, kwargs, self._slot.sock)
-                arrival = wire.frame_arrival(sock, INLINE_WAIT_S)
-                if arrival is not None:
-                    limit = time.monotonic() + INLINE_STREAM_S if arrival == "arriving" else None
-                    return self._finish(op, limit, arrived=True)
-                handed_over = True
-                finish = self._finish_and_unlock
-                return await loop.run_in_executor(self._finishing_thread(), finish, op, deadline)
+            except BaseException:
+                self._lock.release()
+                raise
+            return await self._answer_on_loop(op, sock, deadline)
+
+    async def _answer_on_loop(self, op: str, sock: socket.socket, deadline: float) -> Any:
+        """The answer to the request just sent from the loop; releases the lock.
+
+        A cancelled caller leaves the answer to the finishing thread, which reads
+        it and releases the lock, so the next call never gets this one's answer.
+        """
+        try:
+            state = await frame_begun(sock, deadline, self._slot.is_stopped)
+        except asyncio.CancelledError:
+            finish = self._finishing_thread().submit(self._finish_and_unlock, op, deadline)
+            finish.add_done_callback(_ignore_outcome)
+            raise
+        except (WorkerStalled, wire.WireError) as exc:
+            try:
+                raise self._lost(op, exc) from None
             finally:
-                if not handed_over:
-                    self._lock.release()
-        return await loop.run_in_executor(self._thread(), self.call_sync, op, kwargs)
+                self._lock.release()
+        except BaseException:
+            self._lock.release()
+            raise
+        if state == "arriving":
+            loop = asyncio.get_running_loop()
+            finish = self._finish_and_unlock
+            return await loop.run_in_executor(self._finishing_thread(), finish, op, deadline)
+        try:
+            return self._finish(op, None, arrived=True)  # all there, or closed: cannot block
+        finally:
+            self._lock.release()
 
     def call_sync(self, op: str, kwargs: dict[str, Any]) -> Any:
         """The blocking form of :meth:`call`, for callers that have no event loop."""
@@ -195,10 +219,8 @@ class LinuxSandboxProvider(Provider):
             else:
                 assert deadline is not None
                 reply = self._await_reply(deadline)
-        except WorkerStalled:
-            raise self._worker_lost(op, "it is stopped (SIGSTOP)", stalled=True) from None
-        except wire.WireError as exc:
-            raise self._worker_lost(op, str(exc), stalled="timed out" in str(exc)) from None
+        except (WorkerStalled, wire.WireError) as exc:
+            raise self._lost(op, exc) from None
         if not isinstance(reply, dict) or ("ok" not in reply and "error" not in reply):
             raise self._worker_lost(op, "it answered with something that is not a reply")
         if reply.get("restart") is True:
@@ -206,6 +228,12 @@ class LinuxSandboxProvider(Provider):
         if "error" in reply:
             raise _tool_error(reply["error"])
         return reply["ok"]
+
+    def _lost(self, op: str, exc: BaseException) -> ToolError:
+        """The worker replaced after ``exc`` (a ``WorkerStalled`` or ``WireError``) on ``op``."""
+        if isinstance(exc, WorkerStalled):
+            return self._worker_lost(op, "it is stopped (SIGSTOP)", stalled=True)
+        return self._worker_lost(op, str(exc), stalled="timed out" in str(exc))
 
     def _await_reply(self, deadline: float) -> Any:
         """Wait for a frame in slices, checking between them that the worker is not stopped."""
@@ -387,6 +415,12 @@ def _tool_error(payload: Any) -> ToolError:
         security_violation=violation if isinstance(violation, bool) else None,
         details=details if isinstance(details, dict) else None,
     )
+
+
+def _ignore_outcome(finish: Any) -> None:
+    """Nobody waits for an abandoned call's answer: retrieve it so none is reported."""
+    if not finish.cancelled():
+        finish.exception()
 
 
 def _unique(paths: Any) -> list[str]:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import fcntl
 import itertools
 import json
-import select
 import socket
 import struct
 import sys
@@ -175,20 +174,22 @@ def recv_message(sock: socket.socket, deadline: float | None = None) -> Any:
     return decode(header, _recv_all(sock, blob_len, deadline) if blob_len else b"")
 
 
-def frame_arrival(sock: socket.socket, seconds: float) -> str | None:
-    """How much of the next frame is on ``sock`` after waiting up to ``seconds`` for it.
+def frame_state(sock: socket.socket) -> str | None:
+    """How much of the next frame is on ``sock`` now, without waiting.
 
     ``"queued"``: all of it, so reading cannot block; ``"arriving"``: its
     prefix, the peer is sending the rest (a large blob does not fit in the
-    socket buffer); None: nothing yet.
+    socket buffer); ``"closed"``: the peer is gone, so a read fails at once;
+    None: nothing, or part of the prefix only.
     """
-    ready, _, _ = select.select([sock], [], [], seconds)
-    if not ready:
-        return None
     try:
         prefix = sock.recv(PREFIX.size, socket.MSG_PEEK | socket.MSG_DONTWAIT)
-    except OSError:
+    except BlockingIOError:
         return None
+    except OSError:
+        return "closed"
+    if not prefix:
+        return "closed"
     if len(prefix) < PREFIX.size:
         return None
     header_len, blob_len = PREFIX.unpack(prefix)
