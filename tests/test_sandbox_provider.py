@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -339,17 +340,14 @@ async def test_daemons_escaping_the_process_group_die_with_the_worker(sandbox: S
     assert not any(is_running(pid) for pid in inside)
 
 
-async def test_calls_from_the_loop_wait_for_the_worker_without_blocking_the_loop(
+async def test_quick_calls_from_the_loop_each_get_their_answer_without_a_thread(
     sandbox: Sandbox,
 ) -> None:
-    """While a call from the loop waits for the worker, the loop runs other work, and
-    the calls queued behind it on the same loop take no thread."""
+    """Reads sent ahead of each other's answers come back to the right callers, and
+    none of them takes the provider's thread."""
     provider = sandbox.provider
-    tree = sandbox.root / "tree"
-    for folder in range(20):
-        (tree / f"d{folder}").mkdir(parents=True)
-        for index in range(100):
-            (tree / f"d{folder}" / f"f{index}").write_bytes(b"")
+    for index in range(30):
+        (sandbox.root / f"f{index}.txt").write_bytes(b"file %d\n" % index)
     await provider.call("ping")
     threaded: list[str] = []
     call_sync = provider.call_sync
@@ -359,6 +357,20 @@ async def test_calls_from_the_loop_wait_for_the_worker_without_blocking_the_loop
         return call_sync(op, kwargs)
 
     provider.call_sync = counted  # type: ignore[method-assign]
+    answers = await asyncio.gather(
+        *(
+            provider.call("read_bytes", path=str(sandbox.root / f"f{index}.txt"), max_bytes=99)
+            for index in range(30)
+        )
+    )
+    assert answers == [b"file %d\n" % index for index in range(30)]
+    assert threaded == [], "a quick call from the loop took the provider's thread"
+
+
+async def test_the_loop_runs_while_the_worker_answers(sandbox: Sandbox) -> None:
+    big = sandbox.root / "big.bin"
+    big.write_bytes(os.urandom(1 << 20) * 32)
+    await sandbox.provider.call("ping")
     ticks = 0
 
     async def ticker() -> None:
@@ -369,22 +381,49 @@ async def test_calls_from_the_loop_wait_for_the_worker_without_blocking_the_loop
 
     ticking = asyncio.ensure_future(ticker())
     try:
-        walked = asyncio.ensure_future(provider.call("walk_all", path=str(tree)))
-        await asyncio.sleep(0)
-        ticks = 0
-        found = await walked
-        during = ticks
-        reads = [
-            provider.call("read_bytes", path=str(sandbox.root / "inside.txt"), max_bytes=100)
-            for _ in range(20)
-        ]
-        answers = await asyncio.gather(*reads)
+        data = await sandbox.provider.call("read_bytes", path=str(big), max_bytes=1 << 26)
     finally:
         ticking.cancel()
-    assert len(found["files"]) == 2000
-    assert during > 10, "the loop stood still while the worker walked the tree"
-    assert answers == [b"inside\n"] * 20
-    assert threaded == [], "a call from the loop took the provider's thread"
+    assert data == big.read_bytes()
+    assert ticks > 10, "the loop stood still while the worker read 32 MB"
+
+
+async def test_calls_from_one_loop_keep_their_order_around_a_command(sandbox: Sandbox) -> None:
+    """Reads started before a command see the file as it was; reads started after it
+    wait for it, though the command cannot be sent ahead like a read."""
+    inside = str(sandbox.root / "inside.txt")
+    await sandbox.provider.call("ping")
+
+    def read() -> Any:
+        return sandbox.provider.call("read_bytes", path=inside, max_bytes=99)
+
+    before = [read() for _ in range(5)]
+    command = sandbox.run("printf changed > inside.txt")
+    after = [read() for _ in range(5)]
+    answers = await asyncio.gather(*before, command, *after)
+    assert answers[5]["exit_code"] == 0
+    assert answers[:5] == [b"inside\n"] * 5
+    assert answers[6:] == [b"changed"] * 5
+
+
+async def test_a_stopped_worker_fails_every_call_sent_ahead_then_is_replaced(
+    tmp_path: Path,
+) -> None:
+    async for sandbox in open_sandbox(tmp_path, call_timeout_s=0.5):
+        inside = str(sandbox.root / "inside.txt")
+        await sandbox.provider.call("ping")
+        os.kill(served_pid(sandbox.provider), signal.SIGSTOP)
+        outcomes = await asyncio.wait_for(
+            asyncio.gather(
+                *(sandbox.provider.call("stat_path", path=inside) for _ in range(5)),
+                return_exceptions=True,
+            ),
+            10,
+        )
+        assert all(isinstance(outcome, ToolError) for outcome in outcomes), outcomes
+        assert {outcome.code for outcome in outcomes} == {ErrorCode.SANDBOX_FAILURE}
+        info = await sandbox.provider.call("stat_path", path=inside)
+        assert info["size"] == 7
 
 
 async def test_a_cancelled_call_from_the_loop_never_hands_its_answer_to_the_next(

@@ -1,12 +1,14 @@
 """LinuxSandboxProvider: primitives run in a worker confined by Landlock and seccomp.
 
 The worker is started on first use and kept; every call is one request and one
-answer over a socketpair (see ``wire``), serialized by a lock. Calls from one
-event loop take turns there, in arrival order, so they do not queue on the lock
-from threads: a call to an idle, running worker is sent from the loop and its
-answer awaited there without blocking it (``loop_reply``); the rest (a busy or
-absent worker, commands) run on a thread of the provider's own, so any event
-loop (or a plain thread) may call. The toolkit process itself is never restricted.
+answer over a socketpair (see ``wire``), answered in order; a lock gives the
+socket to one caller at a time. Quick calls (reads, stats) from an event loop
+are sent from the loop, several ahead of their answers, and answered there
+without blocking it (``reply_queue``); the rest (a busy or absent worker,
+commands, commits, searches) run on a thread of the provider's own, so any
+event loop (or a plain thread) may call. Calls from one loop keep their order:
+one that cannot be sent ahead waits for the queue to drain, and later ones wait
+behind it. The toolkit process itself is never restricted.
 
 Every request has a deadline. A worker that dies, is stopped (SIGSTOP), stalls
 past its deadline, or answers with something that is not a frame is killed;
@@ -38,16 +40,15 @@ from ..sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
 from ..sandbox.probe import sandbox_support
 from . import wire, worker_launch
 from .base import Provider
-from .loop_reply import STALL_CHECK_S, WorkerStalled, frame_begun
+from .reply_queue import STALL_CHECK_S, ReplyQueue, WorkerStalled
 from .worker_slot import WorkerSlot
 
 COMMAND_MARGIN_S = 5.0
 EXIT_WAIT_S = 0.5
 """How long a worker whose socket closed gets to be reaped, to tell a crash from a stall."""
 QUICK_OPS = frozenset({"read_bytes", "read_window", "stat_path", "ping"})
+"""Sent from the loop: small requests, answered by bounded work."""
 QUICK_TIMEOUT_S = 30.0
-THREAD_OPS = frozenset({"run_command"})
-"""Sent from the provider's thread always: a command's deadline and limits are its own."""
 
 
 class LinuxSandboxProvider(Provider):
@@ -93,12 +94,13 @@ class LinuxSandboxProvider(Provider):
         self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
         )
-        """One queue per event loop: its calls reach the worker one after another anyway."""
+        """Per event loop: who starts the next queue or goes by the thread, in arrival order."""
+        self._queue: ReplyQueue | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._finisher: ThreadPoolExecutor | None = None
-        """Finishes calls sent from the loop whose answer is still arriving, holding the
-        lock; never waits for the lock, so a call queued on ``_executor`` and blocked on
-        the lock cannot sit in front of the finish that would release it."""
+        """Reads answers still arriving for a loop's queue, which holds the lock; never
+        waits for the lock, so a call queued on ``_executor`` and blocked on the lock
+        cannot sit in front of the read that lets the queue release it."""
         self._slot = WorkerSlot()
         self._finalizer = weakref.finalize(self, self._slot.release)
         self.report: dict[str, Any] = {}
@@ -115,61 +117,74 @@ class LinuxSandboxProvider(Provider):
         return process.pid if process is not None else None
 
     async def call(self, op: str, **kwargs: Any) -> Any:
-        """Sent from the loop to an idle, running worker; otherwise via the provider's thread.
+        """Quick calls through this loop's reply queue; the rest via the provider's thread.
 
-        A round trip is tens of µs, less than a hop to a thread and back, and
-        the loop serves other work while the worker computes. An answer that
-        is all there is read on the loop; one still arriving (a large read) is
-        read on the finishing thread. Starting the worker and commands never
-        run on the loop. A cancelled call gives up its turn at once; the next
-        call then goes by the thread until the abandoned answer is drained.
+        A round trip is tens of µs, less than a hop to a thread and back, and a
+        queue keeps the worker busy while the loop serves other work. Starting
+        the worker never runs on the loop.
         """
         loop = asyncio.get_running_loop()
-        turn = self._turns.get(loop)
-        if turn is None:
-            turn = self._turns[loop] = asyncio.Lock()
-        async with turn:
-            if op in THREAD_OPS or not self._worker_alive() or not self._lock.acquire(False):
-                return await loop.run_in_executor(self._thread(), self.call_sync, op, kwargs)
-            timeout = self.call_timeout_s
-            if op in QUICK_OPS:
-                timeout = min(timeout, QUICK_TIMEOUT_S)
-            deadline = time.monotonic() + timeout
-            try:
-                sock = self._send(op, kwargs, self._slot.sock)
-            except BaseException:
-                self._lock.release()
-                raise
-            return await self._answer_on_loop(op, sock, deadline)
+        quick = op in QUICK_OPS
+        while True:
+            queue = self._open_queue(loop)
+            if queue is not None:
+                if quick and queue.takes():
+                    if queue.full():
+                        await queue.room()
+                        continue
+                    return await queue.send(op, kwargs, self._timeout(op))
+                queue.draining = True
+                await asyncio.shield(queue.idle)
+                continue
+            turn = self._turns.get(loop)
+            if turn is None:
+                turn = self._turns[loop] = asyncio.Lock()
+            async with turn:
+                if self._open_queue(loop) is not None:
+                    continue  # started while this call waited for its turn
+                if not quick or not self._worker_alive() or not self._lock.acquire(False):
+                    return await loop.run_in_executor(self._thread(), self.call_sync, op, kwargs)
+                assert self._slot.sock is not None
+                self._queue = ReplyQueue(loop, self._slot.sock, self)
+                answer = self._queue.send(op, kwargs, self._timeout(op))
+            return await answer
 
-    async def _answer_on_loop(self, op: str, sock: socket.socket, deadline: float) -> Any:
-        """The answer to the request just sent from the loop; releases the lock.
+    def _open_queue(self, loop: asyncio.AbstractEventLoop) -> ReplyQueue | None:
+        """This loop's queue while it takes answers; another loop's makes calls go by the
+        thread, as it holds the lock."""
+        queue = self._queue
+        return queue if queue is not None and not queue.closed and queue.loop is loop else None
 
-        A cancelled caller leaves the answer to the finishing thread, which reads
-        it and releases the lock, so the next call never gets this one's answer.
-        """
-        try:
-            state = await frame_begun(sock, deadline, self._slot.is_stopped)
-        except asyncio.CancelledError:
-            finish = self._finishing_thread().submit(self._finish_and_unlock, op, deadline)
-            finish.add_done_callback(_ignore_outcome)
-            raise
-        except (WorkerStalled, wire.WireError) as exc:
-            try:
-                raise self._lost(op, exc) from None
-            finally:
-                self._lock.release()
-        except BaseException:
-            self._lock.release()
-            raise
-        if state == "arriving":
-            loop = asyncio.get_running_loop()
-            finish = self._finish_and_unlock
-            return await loop.run_in_executor(self._finishing_thread(), finish, op, deadline)
-        try:
-            return self._finish(op, None, arrived=True)  # all there, or closed: cannot block
-        finally:
-            self._lock.release()
+    def _timeout(self, op: str) -> float:
+        return min(self.call_timeout_s, QUICK_TIMEOUT_S) if op in QUICK_OPS else self.call_timeout_s
+
+    # --- what a reply queue needs (``reply_queue.QueueOwner``) ---------------
+
+    def send_request(self, op: str, kwargs: dict[str, Any], sock: socket.socket) -> None:
+        self._send(op, kwargs, sock)
+
+    def unpack(self, op: str, reply: Any) -> Any:
+        return self._unpack(op, reply)
+
+    def lost(self, op: str, exc: BaseException) -> ToolError:
+        """The worker replaced after ``exc`` (a ``WorkerStalled`` or ``WireError``) on ``op``."""
+        if isinstance(exc, WorkerStalled):
+            return self._worker_lost(op, "it is stopped (SIGSTOP)", stalled=True)
+        return self._worker_lost(op, str(exc), stalled="timed out" in str(exc))
+
+    def worker_socket(self) -> socket.socket | None:
+        return self._slot.sock
+
+    def is_stopped(self) -> bool:
+        return self._slot.is_stopped()
+
+    def finishing_thread(self) -> ThreadPoolExecutor:
+        if self._finisher is None:
+            self._finisher = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-finish")
+        return self._finisher
+
+    def release(self) -> None:
+        self._lock.release()
 
     def call_sync(self, op: str, kwargs: dict[str, Any]) -> Any:
         """The blocking form of :meth:`call`, for callers that have no event loop."""
@@ -180,17 +195,12 @@ class LinuxSandboxProvider(Provider):
         with self._lock:
             self._send(op, kwargs)
             deadline = time.monotonic() + timeout  # after a worker start, which has its own
-            hits = self._slot.cgroup.limit_hits() if self._slot.cgroup else 0
+            cgroup = self._slot.cgroup if op == "run_command" else None
+            hits = cgroup.limit_hits() if cgroup else 0
             result = self._finish(op, deadline)
-            if op == "run_command" and self._slot.cgroup and self._slot.cgroup.limit_hits() > hits:
+            if cgroup and cgroup.limit_hits() > hits:
                 _note_limit(result, "processes", self.policy.max_command_processes)
             return result
-
-    def _finish_and_unlock(self, op: str, deadline: float) -> Any:
-        try:
-            return self._finish(op, deadline)
-        finally:
-            self._lock.release()
 
     def _send(
         self, op: str, kwargs: dict[str, Any], sock: socket.socket | None = None
@@ -205,22 +215,17 @@ class LinuxSandboxProvider(Provider):
             raise self._worker_lost(op, str(exc)) from None
         return sock
 
-    def _finish(self, op: str, deadline: float | None, *, arrived: bool = False) -> Any:
-        """The reply to the request just sent, by ``deadline``; the caller holds the lock.
-
-        ``arrived``: the reply has begun to arrive; it is read at once, by
-        ``deadline`` if one is given (a stall mid-frame then replaces the worker).
-        """
-        sock = self._slot.sock
-        assert sock is not None
+    def _finish(self, op: str, deadline: float) -> Any:
+        """The reply to the request just sent, by ``deadline``; the caller holds the lock."""
         try:
-            if arrived:
-                reply = wire.recv_message(sock, deadline)
-            else:
-                assert deadline is not None
-                reply = self._await_reply(deadline)
+            reply = self._await_reply(deadline)
         except (WorkerStalled, wire.WireError) as exc:
-            raise self._lost(op, exc) from None
+            raise self.lost(op, exc) from None
+        return self._unpack(op, reply)
+
+    def _unpack(self, op: str, reply: Any) -> Any:
+        """The result a reply carries, or its error raised; a reply that is not one
+        replaces the worker."""
         if not isinstance(reply, dict) or ("ok" not in reply and "error" not in reply):
             raise self._worker_lost(op, "it answered with something that is not a reply")
         if reply.get("restart") is True:
@@ -228,12 +233,6 @@ class LinuxSandboxProvider(Provider):
         if "error" in reply:
             raise _tool_error(reply["error"])
         return reply["ok"]
-
-    def _lost(self, op: str, exc: BaseException) -> ToolError:
-        """The worker replaced after ``exc`` (a ``WorkerStalled`` or ``WireError``) on ``op``."""
-        if isinstance(exc, WorkerStalled):
-            return self._worker_lost(op, "it is stopped (SIGSTOP)", stalled=True)
-        return self._worker_lost(op, str(exc), stalled="timed out" in str(exc))
 
     def _await_reply(self, deadline: float) -> Any:
         """Wait for a frame in slices, checking between them that the worker is not stopped."""
@@ -278,11 +277,6 @@ class LinuxSandboxProvider(Provider):
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-sandbox")
         return self._executor
-
-    def _finishing_thread(self) -> ThreadPoolExecutor:
-        if self._finisher is None:
-            self._finisher = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-finish")
-        return self._finisher
 
     def close_sync(self) -> None:
         with self._lock:
@@ -415,12 +409,6 @@ def _tool_error(payload: Any) -> ToolError:
         security_violation=violation if isinstance(violation, bool) else None,
         details=details if isinstance(details, dict) else None,
     )
-
-
-def _ignore_outcome(finish: Any) -> None:
-    """Nobody waits for an abandoned call's answer: retrieve it so none is reported."""
-    if not finish.cancelled():
-        finish.exception()
 
 
 def _unique(paths: Any) -> list[str]:
