@@ -115,21 +115,28 @@ class ReplyQueue:
         return answer
 
     def _readable(self) -> None:
-        """Read every answer that is all there; hand one still arriving to a thread."""
-        while self._pending:
-            state = wire.frame_state(self._sock)
-            if state is None:
+        """Take every answer that is all there; hand one still arriving to a thread."""
+        head = self._pending[0]
+        try:
+            replies, state = wire.take_queued(self._sock)
+        except wire.WireError as exc:
+            self._fail_all(self._owner.lost(head.op, exc))
+            return
+        for reply in replies:
+            if self.closed:
+                return
+            if not self._pending:  # an answer nobody asked for: not a worker to trust
+                self._fail_all(self._owner.lost(head.op, wire.WireError("an answer too many")))
                 return
             head = self._pending[0]
-            if state == "arriving":
-                self._read_on_thread(head)
-                return
-            try:
-                reply = wire.recv_message(self._sock)  # all there, or closed: cannot block
-            except wire.WireError as exc:
-                self._fail_all(self._owner.lost(head.op, exc))
-                return
             self._answered(head, reply)
+        if self.closed or not self._pending:
+            return
+        if state == "closed":
+            error = wire.WireError("the peer closed the connection")
+            self._fail_all(self._owner.lost(self._pending[0].op, error))
+        elif state == "arriving":
+            self._read_on_thread(self._pending[0])
 
     def _read_on_thread(self, head: _Pending) -> None:
         self._on_thread = True
