@@ -254,7 +254,7 @@ async def test_a_handed_over_quick_call_never_waits_behind_a_call_blocked_on_the
             provider.call("read_bytes", path=str(big), max_bytes=big.stat().st_size)
         )
         await asyncio.sleep(0)
-        assert provider._lock.locked(), "the quick call did not take the inline path"
+        assert provider._lock.locked(), "the quick call was not sent from the loop"
         gate.set()
         await busy
         try:
