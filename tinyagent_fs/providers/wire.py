@@ -32,6 +32,8 @@ TAKE_AHEAD_BYTES = 256 * 1024
 """The most ``take_queued`` looks at: a socketpair's buffer holds about this much."""
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NUL_ESCAPE = "\\u0000"
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""Built once: ``json.dumps`` with options builds an encoder per message."""
 
 
 class WireError(Exception):
@@ -44,9 +46,7 @@ def encode(message: Any) -> list[bytes]:
     payload = _lift(message, blobs) if _holds_bytes(message) else message
     # A lone surrogate is a file name byte that is not UTF-8 (Python's surrogateescape):
     # it crosses as is, so the peer gets the very name back.
-    header = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode(
-        "utf-8", "surrogatepass"
-    )
+    header = _JSON.encode(payload).encode("utf-8", "surrogatepass")
     blob_len = sum(len(blob) for blob in blobs)
     if len(header) > MAX_HEADER_BYTES or blob_len > MAX_BLOB_BYTES:
         raise TypeError("message too large for one frame")
