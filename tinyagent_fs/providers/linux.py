@@ -132,7 +132,7 @@ class LinuxSandboxProvider(Provider):
                     if queue.full():
                         await queue.room()
                         continue
-                    return await queue.send(op, kwargs, self._timeout(op))
+                    return await queue.send(op, kwargs, min(self.call_timeout_s, QUICK_TIMEOUT_S))
                 queue.draining = True
                 await asyncio.shield(queue.idle)
                 continue
@@ -146,7 +146,7 @@ class LinuxSandboxProvider(Provider):
                     return await loop.run_in_executor(self._thread(), self.call_sync, op, kwargs)
                 assert self._slot.sock is not None
                 self._queue = ReplyQueue(loop, self._slot.sock, self)
-                answer = self._queue.send(op, kwargs, self._timeout(op))
+                answer = self._queue.send(op, kwargs, min(self.call_timeout_s, QUICK_TIMEOUT_S))
             return await answer
 
     def _open_queue(self, loop: asyncio.AbstractEventLoop) -> ReplyQueue | None:
@@ -155,16 +155,10 @@ class LinuxSandboxProvider(Provider):
         queue = self._queue
         return queue if queue is not None and not queue.closed and queue.loop is loop else None
 
-    def _timeout(self, op: str) -> float:
-        return min(self.call_timeout_s, QUICK_TIMEOUT_S) if op in QUICK_OPS else self.call_timeout_s
-
     # --- what a reply queue needs (``reply_queue.QueueOwner``) ---------------
 
     def send_request(self, op: str, kwargs: dict[str, Any], sock: socket.socket) -> None:
         self._send(op, kwargs, sock)
-
-    def unpack(self, op: str, reply: Any) -> Any:
-        return self._unpack(op, reply)
 
     def lost(self, op: str, exc: BaseException) -> ToolError:
         """The worker replaced after ``exc`` (a ``WorkerStalled`` or ``WireError``) on ``op``."""
@@ -221,9 +215,9 @@ class LinuxSandboxProvider(Provider):
             reply = self._await_reply(deadline)
         except (WorkerStalled, wire.WireError) as exc:
             raise self.lost(op, exc) from None
-        return self._unpack(op, reply)
+        return self.unpack(op, reply)
 
-    def _unpack(self, op: str, reply: Any) -> Any:
+    def unpack(self, op: str, reply: Any) -> Any:
         """The result a reply carries, or its error raised; a reply that is not one
         replaces the worker."""
         if not isinstance(reply, dict) or ("ok" not in reply and "error" not in reply):
