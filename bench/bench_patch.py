@@ -86,9 +86,13 @@ class Corpus:
         self._copies = 0
 
     def fresh_copy(self) -> Path:
+        """A copy of the old tree at rest: written back to disk, like a project
+        nobody just wrote 870 files into, so a contender that flushes the file
+        system pays for its own writes only (the previous run's removal included)."""
         self._copies += 1
         target = self.workdir / "runs" / f"copy{self._copies:04}"
         shutil.copytree(self.old, target, symlinks=True)
+        os.sync()
         return target
 
     def check(self, who: str, tree: Path) -> None:

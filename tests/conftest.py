@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent_fs import FileTools, SandboxPolicy
+from tinyagent_fs import FileTools, SandboxPolicy, digest
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.providers import LocalProvider
@@ -77,3 +77,18 @@ def audit_events(audit: AuditLog) -> list[dict]:
     if not audit.path.exists():
         return []
     return [json.loads(line) for line in audit.path.read_text().splitlines()]
+
+
+@pytest.fixture
+def hashed_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every content the digest module hashes from now on (the real
+    SHA-256 still does the hashing)."""
+    hashed: list[int] = []
+    real = digest._sha256
+
+    def counted(data: bytes) -> str:
+        hashed.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(digest, "_sha256", counted)
+    return hashed

@@ -3,11 +3,14 @@ the patch's own hunks; neither changes a result."""
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import audit_events, make_provider
-from tinyagent_fs import FileTools
+from tinyagent_fs import FileTools, digest
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy, Decision
 from tinyagent_fs.providers import LocalProvider
@@ -159,3 +162,30 @@ async def test_content_a_person_edits_in_review_gets_a_diff_of_its_own(
     assert "-two\n+TWO\n" in event["diff"] and "-nine\n+9\n" in event["diff"]
     assert "NINE" not in event["diff"] and "+three" not in event["diff"]
     assert (event["lines_added"], event["lines_removed"]) == (2, 2)
+
+
+async def test_each_old_and_new_content_is_hashed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The commit payload and the journal share the old bytes' digest, the journal and
+    the read state the new bytes' digest; the undo that follows still verifies."""
+    root = tmp_path / "root"
+    root.mkdir()
+    patch = many_files(root)
+    hashed: list[bytes] = []
+
+    def counting(data: bytes) -> str:
+        hashed.append(data)
+        return original(data)
+
+    original = digest._sha256
+    monkeypatch.setattr(digest, "_sha256", counting)
+    async with toolkit(root, "local") as fs:
+        result = await fs.apply_patch(patch)
+        assert result.ok, result.text
+        counts = Counter(map(id, hashed))  # the same bytes object, not equal bytes
+        assert len(counts) > 2 * FILES, "the journal and read state hash every content"
+        assert max(counts.values()) == 1
+        undone = await fs.undo()
+    assert undone.ok, undone.text
+    assert (root / "pkg0/mod00.py").read_text() == "".join(f"line {n}\n" for n in range(20))

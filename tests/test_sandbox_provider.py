@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -232,24 +233,28 @@ async def test_stalled_worker_times_out_and_is_replaced(tmp_path: Path) -> None:
 async def test_a_handed_over_quick_call_never_waits_behind_a_call_blocked_on_the_lock(
     tmp_path: Path,
 ) -> None:
-    """A quick read whose answer is late is finished on another thread, so a call that
-    was queued on the provider's thread first and now waits for the lock cannot
-    deadlock it (it did: both sat on one thread, the lock holder behind the waiter)."""
+    """A read sent from the loop whose answer is still arriving is finished on another
+    thread, so a call that was queued on the provider's thread first (from a thread or
+    another loop) and now waits for the lock cannot deadlock it (it did: both sat on
+    one thread, the lock holder behind the waiter)."""
     async for sandbox in open_sandbox(tmp_path):
         provider = sandbox.provider
         await provider.call("stat_path", path=str(sandbox.root))
         big = sandbox.root / "big.bin"
-        big.write_bytes(os.urandom(1 << 20) * 48)  # its answer starts well after the inline wait
+        big.write_bytes(os.urandom(1 << 20) * 48)  # far more than the socket buffer holds
         loop = asyncio.get_running_loop()
         gate = threading.Event()
         busy = loop.run_in_executor(provider._thread(), gate.wait)
-        queued = asyncio.ensure_future(sandbox.run("echo queued"))
+        command = {"command": "echo queued", "workdir": str(sandbox.root), "timeout_s": 20}
+        queued = loop.run_in_executor(
+            provider._thread(), provider.call_sync, "run_command", command
+        )
         await asyncio.sleep(0)
         quick = asyncio.ensure_future(
             provider.call("read_bytes", path=str(big), max_bytes=big.stat().st_size)
         )
         await asyncio.sleep(0)
-        assert provider._lock.locked(), "the quick call did not take the inline path"
+        assert provider._lock.locked(), "the quick call was not sent from the loop"
         gate.set()
         await busy
         try:
@@ -333,3 +338,102 @@ async def test_daemons_escaping_the_process_group_die_with_the_worker(sandbox: S
     while any(is_running(pid) for pid in inside) and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
     assert not any(is_running(pid) for pid in inside)
+
+
+async def test_quick_calls_from_the_loop_each_get_their_answer_without_a_thread(
+    sandbox: Sandbox,
+) -> None:
+    """Reads sent ahead of each other's answers come back to the right callers, and
+    none of them takes the provider's thread."""
+    provider = sandbox.provider
+    for index in range(30):
+        (sandbox.root / f"f{index}.txt").write_bytes(b"file %d\n" % index)
+    await provider.call("ping")
+    threaded: list[str] = []
+    call_sync = provider.call_sync
+
+    def counted(op: str, kwargs: dict) -> object:
+        threaded.append(op)
+        return call_sync(op, kwargs)
+
+    provider.call_sync = counted  # type: ignore[method-assign]
+    answers = await asyncio.gather(
+        *(
+            provider.call("read_bytes", path=str(sandbox.root / f"f{index}.txt"), max_bytes=99)
+            for index in range(30)
+        )
+    )
+    assert answers == [b"file %d\n" % index for index in range(30)]
+    assert threaded == [], "a quick call from the loop took the provider's thread"
+
+
+async def test_the_loop_runs_while_the_worker_answers(sandbox: Sandbox) -> None:
+    big = sandbox.root / "big.bin"
+    big.write_bytes(os.urandom(1 << 20) * 32)
+    await sandbox.provider.call("ping")
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    ticking = asyncio.ensure_future(ticker())
+    try:
+        data = await sandbox.provider.call("read_bytes", path=str(big), max_bytes=1 << 26)
+    finally:
+        ticking.cancel()
+    assert data == big.read_bytes()
+    assert ticks > 10, "the loop stood still while the worker read 32 MB"
+
+
+async def test_calls_from_one_loop_keep_their_order_around_a_command(sandbox: Sandbox) -> None:
+    """Reads started before a command see the file as it was; reads started after it
+    wait for it, though the command cannot be sent ahead like a read."""
+    inside = str(sandbox.root / "inside.txt")
+    await sandbox.provider.call("ping")
+
+    def read() -> Any:
+        return sandbox.provider.call("read_bytes", path=inside, max_bytes=99)
+
+    before = [read() for _ in range(5)]
+    command = sandbox.run("printf changed > inside.txt")
+    after = [read() for _ in range(5)]
+    answers = await asyncio.gather(*before, command, *after)
+    assert answers[5]["exit_code"] == 0
+    assert answers[:5] == [b"inside\n"] * 5
+    assert answers[6:] == [b"changed"] * 5
+
+
+async def test_a_stopped_worker_fails_every_call_sent_ahead_then_is_replaced(
+    tmp_path: Path,
+) -> None:
+    async for sandbox in open_sandbox(tmp_path, call_timeout_s=0.5):
+        inside = str(sandbox.root / "inside.txt")
+        await sandbox.provider.call("ping")
+        os.kill(served_pid(sandbox.provider), signal.SIGSTOP)
+        outcomes = await asyncio.wait_for(
+            asyncio.gather(
+                *(sandbox.provider.call("stat_path", path=inside) for _ in range(5)),
+                return_exceptions=True,
+            ),
+            10,
+        )
+        assert all(isinstance(outcome, ToolError) for outcome in outcomes), outcomes
+        assert {outcome.code for outcome in outcomes} == {ErrorCode.SANDBOX_FAILURE}
+        info = await sandbox.provider.call("stat_path", path=inside)
+        assert info["size"] == 7
+
+
+async def test_a_cancelled_call_from_the_loop_never_hands_its_answer_to_the_next(
+    sandbox: Sandbox,
+) -> None:
+    provider = sandbox.provider
+    inside = sandbox.root / "inside.txt"
+    await provider.call("ping")
+    for _ in range(20):
+        abandoned = asyncio.ensure_future(provider.call("stat_path", path=str(sandbox.root)))
+        await asyncio.sleep(0)
+        abandoned.cancel()
+        assert await provider.call("read_bytes", path=str(inside), max_bytes=100) == b"inside\n"

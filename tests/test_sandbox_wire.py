@@ -143,3 +143,47 @@ def test_a_name_that_is_not_utf8_crosses_unchanged(
     received = wire.recv_message(right, time.monotonic() + 5)
     assert received == {"ok": {"entries": [{"name": name}], name: b"\xe9"}}
     assert os.fsencode(received["ok"]["entries"][0]["name"]) == b"caf\xe9.txt"
+
+
+def test_take_queued_takes_every_whole_frame_at_once(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = pair
+    assert wire.take_queued(right) == ([], None)
+    messages = [{"ok": index, "data": b"x" * index} for index in range(5)]
+    for message in messages:
+        wire.send_message(left, message)
+    assert wire.take_queued(right) == (messages, None)
+    assert wire.take_queued(right) == ([], None), "the frames taken were not consumed"
+
+
+def test_take_queued_leaves_a_frame_still_arriving_whole(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = pair
+    frame = b"".join(wire.encode({"ok": b"y" * 1000}))
+    left.sendall(b"".join(wire.encode({"ok": 1})) + frame[:500])
+    assert wire.take_queued(right) == ([{"ok": 1}], "arriving")
+    left.sendall(frame[500:])
+    assert wire.recv_message(right, time.monotonic() + 5) == {"ok": b"y" * 1000}
+
+
+def test_take_queued_leaves_a_frame_over_its_limit_to_recv_message(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = pair
+    wire.send_message(left, {"ok": b"z" * 5000})
+    assert wire.take_queued(right, limit=1000) == ([], "arriving")
+    assert wire.recv_message(right, time.monotonic() + 5) == {"ok": b"z" * 5000}
+
+
+def test_take_queued_reports_a_closed_peer_and_refuses_an_oversized_frame(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = pair
+    left.sendall(struct.pack(">IQ", wire.MAX_HEADER_BYTES + 1, 0))
+    with pytest.raises(wire.WireError, match="over the limit"):
+        wire.take_queued(right)
+    right.recv(64)
+    left.close()
+    assert wire.take_queued(right) == ([], "closed")

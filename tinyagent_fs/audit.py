@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import getpass
-import hashlib
 import json
 import os
 import sys
@@ -27,6 +26,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from .digest import content_hash, text_hash
 
 AUDIT_FILE_NAME = "audit.jsonl"
 DIFF_CAP_BYTES = 64 * 1024
@@ -146,7 +147,7 @@ def _summarise(value: Any, max_chars: int) -> Any:
     if isinstance(value, (bytes, bytearray)):
         return {
             "bytes": len(value),
-            "sha256": hashlib.sha256(value).hexdigest(),
+            "sha256": content_hash(bytes(value)),
             "preview": bytes(value[:PREVIEW_CHARS]).decode("utf-8", errors="replace"),
         }
     text = value if isinstance(value, str) else str(value)
@@ -154,7 +155,7 @@ def _summarise(value: Any, max_chars: int) -> Any:
         return text
     return {
         "chars": len(text),
-        "sha256": hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest(),
+        "sha256": text_hash(text),
         "preview": text[:PREVIEW_CHARS],
     }
 

@@ -8,14 +8,15 @@ bytes. Paths are absolute and already guarded.
 from __future__ import annotations
 
 import functools
+import os
 import uuid
-from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from enum import Enum
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from .diff import Opcode, aligns, text_hunks, unified_hunks
+from .diff import Opcode, planned_hunks, text_hunks, unified_hunks
 from .digest import content_hash
 from .text import split_lines
 
@@ -56,12 +57,27 @@ class FileChange:
     line_opcodes: tuple[Opcode, ...] | None = None
     """How old and new lines align, when the plan knows it already (a patch's hunks
     are the diff): spares diffing the texts again. Used only if it fits them."""
+    old_lines: list[str] | None = field(default=None, repr=False, compare=False)
+    """``split_lines(old_text)``, when the plan split it already (a patch does, to
+    place its hunks): the review diff then splits nothing of the old text."""
+
+    @functools.cached_property
+    def old_hash(self) -> str:
+        """``content_hash`` of ``old_bytes``, computed once (the commit payload and the
+        journal both need it)."""
+        return content_hash(self.old_bytes)
+
+    @functools.cached_property
+    def new_hash(self) -> str:
+        """``content_hash`` of ``new_bytes``, computed once (the journal and the read
+        state both need it)."""
+        return content_hash(self.new_bytes)
 
     @property
     def expected_hash(self) -> str:
         if self.kind is ChangeKind.RMDIR:
             return DIRECTORY
-        return content_hash(self.old_bytes)
+        return self.old_hash
 
     @property
     def dest_expected_hash(self) -> str:
@@ -83,13 +99,8 @@ class FileChange:
 
     @functools.cached_property
     def _counts(self) -> tuple[int, int]:
-        added = removed = 0
-        for line in self._hunks or ():
-            if line.startswith("+"):
-                added += 1
-            elif line.startswith("-"):
-                removed += 1
-        return added, removed
+        firsts = "".join([line[:1] for line in self._hunks or ()])
+        return firsts.count("+"), firsts.count("-")
 
     def _planned_hunks(self, codes: tuple[Opcode, ...]) -> list[str] | None:
         """The hunks ``codes`` give; None unless they truly align the two texts."""
@@ -97,11 +108,9 @@ class FileChange:
         new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
             return None
-        old, new = split_lines(old_text), split_lines(new_text)
-        if not aligns(old, new, codes):
-            return None
-        hunks = unified_hunks(old, new, DIFF_CONTEXT, list(codes))
-        return [_ensure_newline(line) for line in hunks]
+        old = self.old_lines if self.old_lines is not None else split_lines(old_text)
+        hunks = planned_hunks(old, new_text, codes, DIFF_CONTEXT)
+        return None if hunks is None else _marked(hunks)
 
     def line_counts(self) -> tuple[int, int]:
         """(+added, -removed) lines of this change's diff."""
@@ -137,7 +146,12 @@ def hunk_lines(old: list[str], new: list[str], context: int = DIFF_CONTEXT) -> l
     return _marked(unified_hunks(old, new, context))
 
 
-def _marked(hunks: Iterable[str]) -> list[str]:
+def _marked(hunks: list[str]) -> list[str]:
+    """``hunks`` with git's marker after a line without a final newline. Only the last
+    line of a side can lack one, so one count over the joined lines (a line holds a
+    \\n at its end or nowhere) usually shows there is nothing to mark."""
+    if "".join(hunks).count("\n") == len(hunks):
+        return hunks
     return [_ensure_newline(line) for line in hunks]
 
 
@@ -176,7 +190,7 @@ class ChangeSet:
     def _diff(self) -> str:
         """Built once: the review, the result and the audit record all show it (a
         500-file patch need not be diffed twice)."""
-        return "".join(line for c in self.changes for line in c.diff_lines(self.root))
+        return "".join(chain.from_iterable(c.diff_lines(self.root) for c in self.changes))
 
     def line_counts(self) -> tuple[int, int]:
         added = removed = 0
@@ -222,7 +236,15 @@ class ChangeSet:
 
 
 def relative_path(path: Path, root: Path) -> str:
-    """``path`` as shown to people and models: relative to ``root`` when inside it."""
+    """``path`` as shown to people and models: relative to ``root`` when inside it.
+
+    A path whose text starts with the root's and a separator is cut as text (a
+    500-file change shows each path several times; ``relative_to`` costs ten times
+    more); anything else, Windows' case-blind matches included, goes through
+    ``relative_to``."""
+    text, base = str(path), str(root)
+    if text.startswith(base) and text[len(base) : len(base) + 1] == os.sep:
+        return text[len(base) + 1 :].replace(os.sep, "/")
     try:
         return path.relative_to(root).as_posix() or "."
     except ValueError:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import difflib
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 
 from .line_window import lines_before, lines_from, starts_line
 from .text import split_lines
@@ -38,21 +38,59 @@ than the comparison."""
 
 def unified_hunks(
     old: Sequence[str], new: Sequence[str], context: int = 3, codes: list[Opcode] | None = None
-) -> Iterator[str]:
+) -> list[str]:
     """The hunks of a unified diff (no file header), lines keeping their endings.
 
     ``codes``: an alignment the caller already knows (a patch's hunks are one),
-    which must satisfy ``aligns``; None: computed here.
+    which must be a true one (contiguous, covering both sides, every "equal"
+    stretch really equal); None: computed here.
     """
     known = opcodes(old, new) if codes is None else codes
     return _hunks(known, _slicer(old), _slicer(new), context)
 
 
-def text_hunks(old: str, new: str, context: int = 3) -> Iterator[str]:
+def planned_hunks(
+    old: Sequence[str], new_text: str, codes: Sequence[Opcode], context: int = 3
+) -> list[str] | None:
+    """``unified_hunks(old, split_lines(new_text), context, codes)`` when ``codes``
+    truly align ``old`` (split lines) with the lines of ``new_text``: contiguous,
+    covering both sides, every "equal" stretch really equal. None when they do not.
+
+    The new text is not split: each "equal" stretch must be the old lines' text at
+    that place in it, and each change is split from there on its own, so only the
+    changed lines are ever split (the new side of a hunk is never asked for lines in
+    an "equal" stretch). Every stretch must begin where ``split_lines`` begins a line,
+    so the stretches split exactly as the whole text would.
+    """
+    changed: list[tuple[int, Sequence[str]]] = []
+    position = i = j = 0
+    for tag, i1, i2, j1, j2 in codes:
+        if (i1, j1) != (i, j) or i2 < i1 or j2 < j1:
+            return None
+        if position < len(new_text) and not starts_line(new_text, position):
+            return None
+        if tag == "equal":
+            stretch = "".join(old[i1:i2])
+            if i2 - i1 != j2 - j1 or not new_text.startswith(stretch, position):
+                return None
+            position += len(stretch)
+        else:
+            lines = lines_from(new_text, position, j2 - j1)
+            if len(lines) != j2 - j1:
+                return None
+            changed.append((j1, lines))
+            position += sum(map(len, lines))
+        i, j = i2, j2
+    if i != len(old) or position != len(new_text):
+        return None
+    return _hunks(list(codes), _slicer(old), _pieces(*changed), context)
+
+
+def text_hunks(old: str, new: str, context: int = 3) -> list[str]:
     """``unified_hunks(split_lines(old), split_lines(new), context)``, without
     splitting or aligning the lines both texts share at their start and end."""
     if old == new:
-        return iter(())
+        return []
     cut = _line_start_at_or_before(old, new, _common_prefix(old, new))
     shared_end = _common_suffix(old, new, min(len(old), len(new)) - cut)
     old_end = _line_start_at_or_after(old, new, len(old) - shared_end)
@@ -73,20 +111,22 @@ def text_hunks(old: str, new: str, context: int = 3) -> Iterator[str]:
     return _hunks(_merged(codes), old_side, new_side, context)
 
 
-def _hunks(codes: list[Opcode], old: LineSlice, new: LineSlice, context: int) -> Iterator[str]:
+def _hunks(codes: list[Opcode], old: LineSlice, new: LineSlice, context: int) -> list[str]:
     # Only for difflib's hunk grouping, which reads nothing but the precomputed
     # opcodes: empty sequences spare it indexing the whole file.
     matcher = difflib.SequenceMatcher(None, (), (), autojunk=False)
     matcher.opcodes = codes
+    out: list[str] = []
     for group in matcher.get_grouped_opcodes(context):
         first, last = group[0], group[-1]
-        yield (f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
-                yield from (" " + line for line in old(i1, i2))
+                out.extend([" " + line for line in old(i1, i2)])
                 continue
-            yield from ("-" + line for line in old(i1, i2))
-            yield from ("+" + line for line in new(j1, j2))
+            out.extend(["-" + line for line in old(i1, i2)])
+            out.extend(["+" + line for line in new(j1, j2)])
+    return out
 
 
 def _slicer(lines: Sequence[str]) -> LineSlice:
@@ -170,19 +210,6 @@ def opcodes(old: Sequence[str], new: Sequence[str]) -> list[Opcode]:
     out: list[Opcode] = []
     _align(old, 0, len(old), new, 0, len(new), out)
     return _merged(out)
-
-
-def aligns(old: Sequence[str], new: Sequence[str], codes: Sequence[Opcode]) -> bool:
-    """Whether ``codes`` turn ``old`` into ``new``: contiguous, covering both sides,
-    and every "equal" stretch really equal. Any such alignment is a true diff."""
-    i = j = 0
-    for tag, i1, i2, j1, j2 in codes:
-        if (i1, j1) != (i, j) or i2 < i1 or j2 < j1:
-            return False
-        if tag == "equal" and (i2 - i1 != j2 - j1 or old[i1:i2] != new[j1:j2]):
-            return False
-        i, j = i2, j2
-    return (i, j) == (len(old), len(new))
 
 
 def _align(

@@ -10,6 +10,12 @@ reference, so an identity it knows cannot be reused for other bytes.
 the GIL while it hashes): a planner calls it as soon as it has the bytes, and the
 digest is ready by the time the check that needs it runs, decoding and editing
 having gone on meanwhile.
+
+Two more ways spare a digest altogether. :func:`same_as`: bytes read back that
+equal bytes whose digest is known (a file just written or read by the toolkit)
+take that digest, for the price of a comparison (20 times cheaper). And
+:func:`note_utf8` / :func:`text_hash`: the audit log's digest of a large text
+argument is the digest of the bytes the planner encoded from that very string.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ AHEAD_FROM_BYTES = 1 << 20
 MEMO_ENTRIES = 4
 
 _recent: tuple[tuple[bytes, str | Future[str]], ...] = ()
+_encoded: tuple[tuple[str, bytes], ...] = ()
+"""Large texts and their UTF-8 encodings, most recent first (see ``note_utf8``)."""
 _hasher: ThreadPoolExecutor | None = None
 _hasher_lock = threading.Lock()
 
@@ -34,13 +42,40 @@ def content_hash(data: bytes | None) -> str:
     """Hash used for stale-write checks; ``MISSING`` stands for "no file"."""
     if data is None:
         return MISSING
-    for known, digest in _recent:
-        if known is data:
-            return digest if isinstance(digest, str) else digest.result()
+    known = _known(data)
+    if known is not None:
+        return known if isinstance(known, str) else known.result()
     digest = _sha256(data)
     if type(data) is bytes and len(data) >= MEMO_FROM_BYTES:
         _remember(data, digest)
     return digest
+
+
+def same_as(data: bytes | None, original: bytes) -> None:
+    """If ``data`` equals ``original``, let it share ``original``'s digest (or the
+    digest still being computed for it) instead of being hashed again."""
+    if data is None or data is original or type(data) is not bytes:
+        return
+    if len(data) < MEMO_FROM_BYTES or _known(data) is not None or data != original:
+        return
+    _remember(data, _known(original) or content_hash(original))
+
+
+def note_utf8(text: str, data: bytes) -> None:
+    """Record that ``data`` is ``text`` encoded as UTF-8 (the caller just made it so):
+    :func:`text_hash` of that string object then is ``content_hash(data)``."""
+    global _encoded
+    if type(text) is str and type(data) is bytes and len(data) >= MEMO_FROM_BYTES:
+        _encoded = ((text, data), *_encoded[: MEMO_ENTRIES - 1])
+
+
+def text_hash(text: str) -> str:
+    """SHA-256 of ``text`` as UTF-8 (lone surrogates passed through, so any string
+    has one), reusing the digest of its encoding when :func:`note_utf8` knows it."""
+    for known, data in _encoded:
+        if known is text:
+            return content_hash(data)
+    return _sha256(text.encode("utf-8", errors="surrogatepass"))
 
 
 def hash_ahead(data: bytes | None) -> None:
@@ -48,9 +83,15 @@ def hash_ahead(data: bytes | None) -> None:
     waits for it."""
     if data is None or type(data) is not bytes or len(data) < AHEAD_FROM_BYTES:
         return
-    if any(known is data for known, _ in _recent):
-        return
-    _remember(data, _background().submit(_sha256, data))
+    if _known(data) is None:
+        _remember(data, _background().submit(_sha256, data))
+
+
+def _known(data: bytes) -> str | Future[str] | None:
+    for known, digest in _recent:
+        if known is data:
+            return digest
+    return None
 
 
 def _sha256(data: bytes) -> str:

@@ -50,7 +50,7 @@ from typing import Any
 from .changes import ChangeKind, ChangeSet, content_hash
 from .durable import FileFlush, sync_directories
 from .errors import ErrorCode, ToolError
-from .journal_store import keep_old_content, write_all, write_new_file
+from .journal_store import drop_cached, keep_old_content, write_all, write_new_file
 from .journal_trust import ForgedEntry, ManifestSigner, check_change_id, read_stored
 
 JOURNAL_ENV = "TINYAGENT_FS_JOURNAL_DIR"
@@ -137,6 +137,10 @@ class UndoJournal:
             pending.rename(self.directory / f"{stem}.json")
         except FileNotFoundError:  # renamed already (a repaired entry): replace it whole
             self._replace_manifest(stem, manifest)
+        for item in manifest["files"]:
+            for kept in (item["old"], item["dest_old"]):
+                if kept is not None:
+                    drop_cached(self.directory / kept)
         self._finished_since_prune += 1
         if self._finished_since_prune >= PRUNE_SLACK:
             self._prune()
@@ -213,10 +217,10 @@ class UndoJournal:
                 "path": str(change.path),
                 "dest": str(change.dest) if change.dest is not None else None,
                 "old": keep(change.path, f"{stem}.{index}.old", change.old_bytes),
-                "old_sha": _sha(change.old_bytes),
+                "old_sha": None if change.old_bytes is None else change.old_hash,
                 "dest_old": keep(change.dest, f"{stem}.{index}.dest", change.dest_old_bytes),
                 "dest_sha": _sha(change.dest_old_bytes),
-                "new_hash": content_hash(change.new_bytes),
+                "new_hash": change.new_hash,
                 "mode": change.mode,
             }
             for index, change in enumerate(changes)

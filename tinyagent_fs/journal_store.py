@@ -47,6 +47,26 @@ def keep_old_content(source: Path, target: Path, data: bytes, flush: FileFlush |
     write_new_file(target, data, flush)
 
 
+def drop_cached(path: Path) -> None:
+    """Let the kernel drop ``path``'s cached pages: a kept old content is read again
+    only by undo. Where the journal links the old inode, that inode would otherwise
+    keep its pages cached after the commit replaced it, and the next write would
+    need fresh pages instead of reusing them (on a virtual machine, where fresh
+    pages are expensive, 2 ms for 1 MB). Advisory: never fails."""
+    if not hasattr(os, "posix_fadvise"):
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def write_new_file(path: Path, data: bytes, flush: FileFlush | None) -> None:
     """Create ``path`` (private, never following or replacing anything) with ``data``."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

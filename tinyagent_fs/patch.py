@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import posixpath
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from tinyagent_fs.diff import Opcode
 from tinyagent_fs.errors import ErrorCode, ToolError
@@ -60,6 +60,8 @@ class PlannedFile:
     mode: int | None = None
     alignment: tuple[Opcode, ...] | None = None
     """How old and new lines correspond (see ``PatchedText``)."""
+    old_lines: list[str] | None = field(default=None, repr=False, compare=False)
+    """``old_text`` split into lines, as applying the patch split it."""
 
 
 def plan_patch(
@@ -95,6 +97,7 @@ def plan_patch(
                 outcome.notes,
                 fp.mode,
                 outcome.alignment,
+                outcome.old_lines,
             )
         )
     return planned

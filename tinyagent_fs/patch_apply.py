@@ -39,12 +39,15 @@ class PatchedText:
 
     ``alignment`` is how the lines of the old and new text correspond, as the
     placed hunks say (the review diff is built from it, not recomputed); None
-    where there is nothing to align (added or deleted files).
+    where there is nothing to align (added or deleted files). ``old_lines`` is
+    the old text split into lines, as placing the hunks split it (the review
+    diff needs it too).
     """
 
     text: str | None
     notes: tuple[str, ...] = ()
     alignment: tuple[Opcode, ...] | None = None
+    old_lines: list[str] | None = None
 
 
 def apply_file_patch(fp: FilePatch, current_text: str | None, file_newline: str) -> str | None:
@@ -155,7 +158,7 @@ def _update(fp: FilePatch, text: str, newline: str) -> PatchedText:
         cursor = start + len(hunk.old_lines)
     alignment = _Alignment()
     new_text = _assemble(text, lines, placed, fp.style, newline, alignment)
-    return PatchedText(new_text, tuple(notes), alignment.finish(len(lines)))
+    return PatchedText(new_text, tuple(notes), alignment.finish(len(lines)), lines)
 
 
 def _locate(

@@ -154,6 +154,7 @@ def _hunk(lines: list[PatchLine], index: int, crlf: frozenset[int]) -> tuple[Hun
     old_count = 1 if match.group(2) is None else int(match.group(2))
     new_count = 1 if match.group(4) is None else int(match.group(4))
     body: list[HunkLine] = []
+    add, make = body.append, tuple.__new__  # make: HunkLine without its Python __new__
     old_seen = new_seen = 0
     index += 1
     while old_seen < old_count or new_seen < new_count:
@@ -170,14 +171,14 @@ def _hunk(lines: list[PatchLine], index: int, crlf: frozenset[int]) -> tuple[Hun
         if op == " ":
             old_seen += 1
             new_seen += 1
-            body.append(HunkLine(" ", line[1:]))
+            add(make(HunkLine, (" ", line[1:], False, "")))
         elif op == "-":
             old_seen += 1
-            body.append(HunkLine("-", line[1:]))
+            add(make(HunkLine, ("-", line[1:], False, "")))
         elif op == "+":
             new_seen += 1
             ending = ("\r\n" if at in crlf else "\n") if crlf else ""
-            body.append(HunkLine("+", line[1:], False, ending))
+            add(make(HunkLine, ("+", line[1:], False, ending)))
         else:
             _mark_no_newline(body, at)
         if old_seen > old_count or new_seen > new_count:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 import charset_normalizer
 
+from tinyagent_fs.digest import note_utf8
 from tinyagent_fs.errors import ErrorCode, ToolError
 
 SNIFF_BYTES = 8192
@@ -248,9 +249,13 @@ def has_escaped_bytes(text: str) -> bool:
 
 
 def encode_text(text: str, like: DecodedText) -> bytes:
-    """Encode ``text`` the way ``like`` was stored: same encoding, same BOM."""
+    """Encode ``text`` the way ``like`` was stored: same encoding, same BOM.
+
+    Plain UTF-8 is noted (``digest.note_utf8``): the audit log's digest of the
+    same string, a write's content argument, is then the digest of these bytes.
+    """
     try:
-        return like.bom + text.encode(like.encoding)
+        data = like.bom + text.encode(like.encoding)
     except UnicodeEncodeError as exc:
         char = exc.object[exc.start]
         before = exc.object[: exc.start]
@@ -263,6 +268,9 @@ def encode_text(text: str, like: DecodedText) -> bytes:
             f"Use only characters that exist in {like.encoding}, or an ASCII replacement.",
             details={"line": line, "column": column, "encoding": like.encoding},
         ) from exc
+    if like.encoding == "utf-8" and not like.bom:
+        note_utf8(text, data)
+    return data
 
 
 def detect_binary_type(data: bytes, name: str = "") -> str | None:

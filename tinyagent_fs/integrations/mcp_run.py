@@ -26,7 +26,6 @@ from ..providers import make_provider
 from ..providers.base import Provider
 from ..tools.facade import FileTools
 from .mcp_approval import ElicitationApprover
-from .mcp_provider import OneCallAtATime
 from .mcp_roots import ServedRoots
 from .mcp_server import McpServer
 from .mcp_stdio import StdioLines
@@ -113,8 +112,6 @@ def _build(
     limiter: ResourceLimiter,
 ) -> tuple[ServedRoots, Provider]:
     shared = make_provider(provider, folders[0], limits)
-    if shared.kernel_enforced:  # one sandbox worker: it serves one primitive at a time anyway
-        shared = OneCallAtATime(shared)
 
     def toolkit(folder: Path) -> FileTools:
         return FileTools(folder, limits, shared, [hook], audit, limiter=limiter)

@@ -1,11 +1,14 @@
 """LinuxSandboxProvider: primitives run in a worker confined by Landlock and seccomp.
 
 The worker is started on first use and kept; every call is one request and one
-answer over a socketpair (see ``wire``), serialized by a lock. Calls run on a
-thread of the provider's own, so any event loop (or a plain thread) may call;
-only a stat or a read on an idle, running worker is sent from the loop, and
-its answer read there only if it is complete within ``INLINE_WAIT_S``; any
-longer wait moves to the thread. The toolkit process itself is never restricted.
+answer over a socketpair (see ``wire``), answered in order; a lock gives the
+socket to one caller at a time. Quick calls (reads, stats) from an event loop
+are sent from the loop, several ahead of their answers, and answered there
+without blocking it (``reply_queue``); the rest (a busy or absent worker,
+commands, commits, searches) run on a thread of the provider's own, so any
+event loop (or a plain thread) may call. Calls from one loop keep their order:
+one that cannot be sent ahead waits for the queue to drain, and later ones wait
+behind it. The toolkit process itself is never restricted.
 
 Every request has a deadline. A worker that dies, is stopped (SIGSTOP), stalls
 past its deadline, or answers with something that is not a frame is killed;
@@ -37,24 +40,15 @@ from ..sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
 from ..sandbox.probe import sandbox_support
 from . import wire, worker_launch
 from .base import Provider
+from .reply_queue import STALL_CHECK_S, ReplyQueue, WorkerStalled
 from .worker_slot import WorkerSlot
 
 COMMAND_MARGIN_S = 5.0
 EXIT_WAIT_S = 0.5
 """How long a worker whose socket closed gets to be reaped, to tell a crash from a stall."""
-QUICK_OPS = frozenset({"read_bytes", "stat_path", "ping"})
+QUICK_OPS = frozenset({"read_bytes", "read_window", "stat_path", "ping"})
+"""Sent from the loop: small requests, answered by bounded work."""
 QUICK_TIMEOUT_S = 30.0
-INLINE_WAIT_S = 0.002
-"""The longest a quick call may hold the event loop waiting for its answer to start."""
-INLINE_STREAM_S = 0.25
-"""The longest the loop reads a large answer that has started to arrive; a
-worker that stops mid-answer is replaced after that, never waited out."""
-STALL_CHECK_S = 0.1
-"""How often a pending reply checks that the worker is not stopped."""
-
-
-class WorkerStalled(Exception):
-    """The worker is stopped and cannot answer; waiting out the deadline would not help."""
 
 
 class LinuxSandboxProvider(Provider):
@@ -97,11 +91,16 @@ class LinuxSandboxProvider(Provider):
             + worker_launch.readable_paths()
         )
         self._lock = threading.Lock()
+        self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
+        )
+        """Per event loop: who starts the next queue or goes by the thread, in arrival order."""
+        self._queue: ReplyQueue | None = None
         self._executor: ThreadPoolExecutor | None = None
         self._finisher: ThreadPoolExecutor | None = None
-        """Finishes quick calls handed over with the lock held; never waits for the lock,
-        so a call queued on ``_executor`` and blocked on the lock cannot sit in front of
-        the finish that would release it."""
+        """Reads answers still arriving for a loop's queue, which holds the lock; never
+        waits for the lock, so a call queued on ``_executor`` and blocked on the lock
+        cannot sit in front of the read that lets the queue release it."""
         self._slot = WorkerSlot()
         self._finalizer = weakref.finalize(self, self._slot.release)
         self.report: dict[str, Any] = {}
@@ -118,34 +117,68 @@ class LinuxSandboxProvider(Provider):
         return process.pid if process is not None else None
 
     async def call(self, op: str, **kwargs: Any) -> Any:
-        """Quick primitives go from the loop to an idle, running worker; the rest via a thread.
+        """Quick calls through this loop's reply queue; the rest via the provider's thread.
 
-        A stat or a small read is a ~50 µs round trip, less than the hop to a
-        thread and back; the in-process provider blocks the loop for the same
-        work. The loop waits at most ``INLINE_WAIT_S`` for the answer to
-        start, and reads a large one for at most ``INLINE_STREAM_S``; an answer
-        that has not started is awaited on the thread, with its deadline and
-        stall checks, so a stopped or slow worker never holds the loop for
-        long. Starting the worker, commands, searches and commits never run
-        on the loop.
+        A round trip is tens of µs, less than a hop to a thread and back, and a
+        queue keeps the worker busy while the loop serves other work. Starting
+        the worker never runs on the loop.
         """
         loop = asyncio.get_running_loop()
-        if op in QUICK_OPS and self._worker_alive() and self._lock.acquire(blocking=False):
-            handed_over = False
-            try:
-                deadline = time.monotonic() + min(self.call_timeout_s, QUICK_TIMEOUT_S)
-                sock = self._send(op, kwargs, self._slot.sock)
-                arrival = wire.frame_arrival(sock, INLINE_WAIT_S)
-                if arrival is not None:
-                    limit = time.monotonic() + INLINE_STREAM_S if arrival == "arriving" else None
-                    return self._finish(op, limit, arrived=True)
-                handed_over = True
-                finish = self._finish_and_unlock
-                return await loop.run_in_executor(self._finishing_thread(), finish, op, deadline)
-            finally:
-                if not handed_over:
-                    self._lock.release()
-        return await loop.run_in_executor(self._thread(), self.call_sync, op, kwargs)
+        quick = op in QUICK_OPS
+        while True:
+            queue = self._open_queue(loop)
+            if queue is not None:
+                if quick and queue.takes():
+                    if queue.full():
+                        await queue.room()
+                        continue
+                    return await queue.send(op, kwargs, min(self.call_timeout_s, QUICK_TIMEOUT_S))
+                queue.draining = True
+                await asyncio.shield(queue.idle)
+                continue
+            turn = self._turns.get(loop)
+            if turn is None:
+                turn = self._turns[loop] = asyncio.Lock()
+            async with turn:
+                if self._open_queue(loop) is not None:
+                    continue  # started while this call waited for its turn
+                if not quick or not self._worker_alive() or not self._lock.acquire(False):
+                    return await loop.run_in_executor(self._thread(), self.call_sync, op, kwargs)
+                assert self._slot.sock is not None
+                self._queue = ReplyQueue(loop, self._slot.sock, self)
+                answer = self._queue.send(op, kwargs, min(self.call_timeout_s, QUICK_TIMEOUT_S))
+            return await answer
+
+    def _open_queue(self, loop: asyncio.AbstractEventLoop) -> ReplyQueue | None:
+        """This loop's queue while it takes answers; another loop's makes calls go by the
+        thread, as it holds the lock."""
+        queue = self._queue
+        return queue if queue is not None and not queue.closed and queue.loop is loop else None
+
+    # --- what a reply queue needs (``reply_queue.QueueOwner``) ---------------
+
+    def send_request(self, op: str, kwargs: dict[str, Any], sock: socket.socket) -> None:
+        self._send(op, kwargs, sock)
+
+    def lost(self, op: str, exc: BaseException) -> ToolError:
+        """The worker replaced after ``exc`` (a ``WorkerStalled`` or ``WireError``) on ``op``."""
+        if isinstance(exc, WorkerStalled):
+            return self._worker_lost(op, "it is stopped (SIGSTOP)", stalled=True)
+        return self._worker_lost(op, str(exc), stalled="timed out" in str(exc))
+
+    def worker_socket(self) -> socket.socket | None:
+        return self._slot.sock
+
+    def is_stopped(self) -> bool:
+        return self._slot.is_stopped()
+
+    def finishing_thread(self) -> ThreadPoolExecutor:
+        if self._finisher is None:
+            self._finisher = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-finish")
+        return self._finisher
+
+    def release(self) -> None:
+        self._lock.release()
 
     def call_sync(self, op: str, kwargs: dict[str, Any]) -> Any:
         """The blocking form of :meth:`call`, for callers that have no event loop."""
@@ -156,17 +189,12 @@ class LinuxSandboxProvider(Provider):
         with self._lock:
             self._send(op, kwargs)
             deadline = time.monotonic() + timeout  # after a worker start, which has its own
-            hits = self._slot.cgroup.limit_hits() if self._slot.cgroup else 0
+            cgroup = self._slot.cgroup if op == "run_command" else None
+            hits = cgroup.limit_hits() if cgroup else 0
             result = self._finish(op, deadline)
-            if op == "run_command" and self._slot.cgroup and self._slot.cgroup.limit_hits() > hits:
+            if cgroup and cgroup.limit_hits() > hits:
                 _note_limit(result, "processes", self.policy.max_command_processes)
             return result
-
-    def _finish_and_unlock(self, op: str, deadline: float) -> Any:
-        try:
-            return self._finish(op, deadline)
-        finally:
-            self._lock.release()
 
     def _send(
         self, op: str, kwargs: dict[str, Any], sock: socket.socket | None = None
@@ -181,24 +209,17 @@ class LinuxSandboxProvider(Provider):
             raise self._worker_lost(op, str(exc)) from None
         return sock
 
-    def _finish(self, op: str, deadline: float | None, *, arrived: bool = False) -> Any:
-        """The reply to the request just sent, by ``deadline``; the caller holds the lock.
-
-        ``arrived``: the reply has begun to arrive; it is read at once, by
-        ``deadline`` if one is given (a stall mid-frame then replaces the worker).
-        """
-        sock = self._slot.sock
-        assert sock is not None
+    def _finish(self, op: str, deadline: float) -> Any:
+        """The reply to the request just sent, by ``deadline``; the caller holds the lock."""
         try:
-            if arrived:
-                reply = wire.recv_message(sock, deadline)
-            else:
-                assert deadline is not None
-                reply = self._await_reply(deadline)
-        except WorkerStalled:
-            raise self._worker_lost(op, "it is stopped (SIGSTOP)", stalled=True) from None
-        except wire.WireError as exc:
-            raise self._worker_lost(op, str(exc), stalled="timed out" in str(exc)) from None
+            reply = self._await_reply(deadline)
+        except (WorkerStalled, wire.WireError) as exc:
+            raise self.lost(op, exc) from None
+        return self.unpack(op, reply)
+
+    def unpack(self, op: str, reply: Any) -> Any:
+        """The result a reply carries, or its error raised; a reply that is not one
+        replaces the worker."""
         if not isinstance(reply, dict) or ("ok" not in reply and "error" not in reply):
             raise self._worker_lost(op, "it answered with something that is not a reply")
         if reply.get("restart") is True:
@@ -250,11 +271,6 @@ class LinuxSandboxProvider(Provider):
         if self._executor is None:
             self._executor = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-sandbox")
         return self._executor
-
-    def _finishing_thread(self) -> ThreadPoolExecutor:
-        if self._finisher is None:
-            self._finisher = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-finish")
-        return self._finisher
 
     def close_sync(self) -> None:
         with self._lock:

@@ -12,14 +12,10 @@ capped before anything is allocated, and a malformed frame is a ``WireError``.
 
 from __future__ import annotations
 
-import fcntl
 import itertools
 import json
-import select
 import socket
 import struct
-import sys
-import termios
 import time
 from collections.abc import Callable
 from functools import partial
@@ -32,8 +28,12 @@ TIMEVAL = struct.Struct("@ll")
 BLOB_KEY = "\x00b"
 MAX_HEADER_BYTES = 64 * 1024 * 1024
 MAX_BLOB_BYTES = 1024 * 1024 * 1024
+TAKE_AHEAD_BYTES = 256 * 1024
+"""The most ``take_queued`` looks at: a socketpair's buffer holds about this much."""
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NUL_ESCAPE = "\\u0000"
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+"""Built once: ``json.dumps`` with options builds an encoder per message."""
 
 
 class WireError(Exception):
@@ -46,9 +46,7 @@ def encode(message: Any) -> list[bytes]:
     payload = _lift(message, blobs) if _holds_bytes(message) else message
     # A lone surrogate is a file name byte that is not UTF-8 (Python's surrogateescape):
     # it crosses as is, so the peer gets the very name back.
-    header = json.dumps(payload, separators=(",", ":"), ensure_ascii=False).encode(
-        "utf-8", "surrogatepass"
-    )
+    header = _JSON.encode(payload).encode("utf-8", "surrogatepass")
     blob_len = sum(len(blob) for blob in blobs)
     if len(header) > MAX_HEADER_BYTES or blob_len > MAX_BLOB_BYTES:
         raise TypeError("message too large for one frame")
@@ -175,27 +173,38 @@ def recv_message(sock: socket.socket, deadline: float | None = None) -> Any:
     return decode(header, _recv_all(sock, blob_len, deadline) if blob_len else b"")
 
 
-def frame_arrival(sock: socket.socket, seconds: float) -> str | None:
-    """How much of the next frame is on ``sock`` after waiting up to ``seconds`` for it.
+def take_queued(sock: socket.socket, limit: int = TAKE_AHEAD_BYTES) -> tuple[list[Any], str | None]:
+    """Every whole frame queued on ``sock`` (within ``limit`` bytes), taken without waiting.
 
-    ``"queued"``: all of it, so reading cannot block; ``"arriving"``: its
-    prefix, the peer is sending the rest (a large blob does not fit in the
-    socket buffer); None: nothing yet.
+    One look (``MSG_PEEK``) and one receive for all of them, where reading frame
+    by frame costs several system calls each. Also returned, what comes next:
+    ``"arriving"``, a frame whose rest is still being sent (or is larger than
+    ``limit``: ``recv_message`` reads it, with no copy of its blobs);
+    ``"closed"``, the peer is gone; None, nothing yet.
     """
-    ready, _, _ = select.select([sock], [], [], seconds)
-    if not ready:
-        return None
     try:
-        prefix = sock.recv(PREFIX.size, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        data = sock.recv(limit, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+    except BlockingIOError:
+        return [], None
     except OSError:
-        return None
-    if len(prefix) < PREFIX.size:
-        return None
-    header_len, blob_len = PREFIX.unpack(prefix)
-    queued = bytearray(4)
-    fcntl.ioctl(sock.fileno(), termios.FIONREAD, queued)
-    whole = int.from_bytes(queued, sys.byteorder) >= PREFIX.size + header_len + blob_len
-    return "queued" if whole else "arriving"
+        return [], "closed"
+    if not data:
+        return [], "closed"
+    messages: list[Any] = []
+    start, state = 0, None
+    while len(data) - start >= PREFIX.size:
+        header_len, blob_len = PREFIX.unpack_from(data, start)
+        if header_len > MAX_HEADER_BYTES or blob_len > MAX_BLOB_BYTES:
+            raise WireError(f"frame of {header_len}+{blob_len} bytes is over the limit")
+        blobs = start + PREFIX.size + header_len
+        if blobs + blob_len > len(data):
+            state = "arriving"
+            break
+        messages.append(decode(data[start + PREFIX.size : blobs], data[blobs : blobs + blob_len]))
+        start = blobs + blob_len
+    if start:
+        sock.recv(start, socket.MSG_WAITALL)  # what was looked at is queued: this cannot wait
+    return messages, state
 
 
 def _recv_all(sock: socket.socket, size: int, deadline: float | None) -> bytes:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from ..changes import content_hash
+from ..digest import same_as
 from ..errors import ErrorCode, ToolError
 from ..guard import PathGuard
 from ..journal import UndoJournal
@@ -33,12 +34,35 @@ class ReadState:
     """
 
     seen: dict[Path, str] = field(default_factory=dict)
+    latest: tuple[Path, bytes] | None = None
+    """The last content remembered and its path: a change usually reads back the
+    file the model just read or the toolkit just wrote, and comparing those bytes
+    costs far less than hashing them (see ``recognise``). One only, so that the
+    memory held stays one file's worth."""
 
-    def remember(self, path: Path, data: bytes | None) -> None:
+    def remember(self, path: Path, data: bytes | None, digest: str | None = None) -> None:
+        """``digest``: ``content_hash(data)``, when the caller has it already."""
         if data is None:
             self.seen.pop(path, None)
+            if self.latest is not None and self.latest[0] == path:
+                self.latest = None
         else:
-            self.seen[path] = content_hash(data)
+            self.seen[path] = digest if digest is not None else content_hash(data)
+            self.latest = (path, data)
+
+    def last_seen(self, path: Path) -> bytes | None:
+        """The bytes the model last saw in ``path`` (read whole, or written by the
+        toolkit), if they are the ones kept in ``latest``."""
+        latest = self.latest
+        if latest is None or latest[0] != path:
+            return None
+        return latest[1] if self.seen.get(path) == content_hash(latest[1]) else None
+
+    def recognise(self, path: Path, data: bytes | None) -> None:
+        """``data`` was just read from ``path``: if it equals the content last
+        remembered for it, it takes that content's digest without hashing."""
+        if self.latest is not None and self.latest[0] == path:
+            same_as(data, self.latest[1])
 
     def remember_window(self, path: Path, proof: dict[str, Any]) -> None:
         """What a window read vouches for: the file's content hash, or its identity."""
@@ -138,11 +162,13 @@ class ToolContext:
     async def read_existing(self, path: Path) -> bytes | None:
         """The file's bytes, or None when nothing is there (for plans that may create it)."""
         try:
-            return await self.read_bytes(path)
+            data = await self.read_bytes(path)
         except ToolError as error:
             if error.code is ErrorCode.NOT_FOUND:
                 return None
             raise
+        self.read_state.recognise(path, data)
+        return data
 
     async def read_existing_files(self, paths: list[Path]) -> list[bytes | None]:
         """``read_existing`` of each path, in one provider call (one round trip to a

@@ -7,6 +7,7 @@ from typing import Any
 
 from ..changes import ChangeKind, ChangeSet, FileChange
 from ..errors import ErrorCode, ToolError
+from ..gc_pause import paused_gc
 from ..hooks.decision import Risk
 from ..patch import parse_patch, plan_patch
 from ..text import UTF8_LF, DecodedText, decode_text, encode_text, has_escaped_bytes
@@ -17,7 +18,8 @@ from .spec import ToolSpec, schema, string
 
 
 async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
-    parsed = parse_patch(args["patch"])
+    with paused_gc():
+        parsed = parse_patch(args["patch"])
     if not parsed.files:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "the patch changes no files")
     paths = {
@@ -36,7 +38,8 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         decoded = formats.get(paths[raw])
         return None if decoded is None else decoded.encoding
 
-    planned = plan_patch(parsed, read_text, encoding_of)
+    with paused_gc():
+        planned = plan_patch(parsed, read_text, encoding_of)
     new_dirs = await _missing_folders(
         ctx, [paths[item.dest if item.dest is not None else item.path] for item in planned]
     )
@@ -60,6 +63,7 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
             "new_text": item.new_text,
             "mode": mode,
             "line_opcodes": item.alignment,
+            "old_lines": item.old_lines,
         }
         if item.kind == "add":
             if old is not None:

@@ -10,6 +10,7 @@ from typing import Any
 from ..audit import AuditEvent, AuditLog, summarise_arguments
 from ..changes import ChangeSet
 from ..errors import ErrorCode, ToolError
+from ..gc_pause import paused_gc
 from ..hooks.decision import Decision, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
 from .context import ToolContext
@@ -182,9 +183,9 @@ class Pipeline:
         for change in changeset.changes:
             if change.dest is not None:
                 self.ctx.read_state.remember(change.path, None)
-                self.ctx.read_state.remember(change.dest, change.new_bytes)
+                self.ctx.read_state.remember(change.dest, change.new_bytes, change.new_hash)
             else:
-                self.ctx.read_state.remember(change.path, change.new_bytes)
+                self.ctx.read_state.remember(change.path, change.new_bytes, change.new_hash)
         if plan.after_commit is not None:
             plan.after_commit(changeset)
         return report
@@ -226,13 +227,10 @@ class Pipeline:
 
 
 def _planned_call(spec: ToolSpec, args: dict[str, Any], plan: Plan, call_id: str) -> ToolCall:
+    with paused_gc():
+        diff = plan.changeset.unified_diff()
     return ToolCall(
-        spec.name,
-        args,
-        spec.risk,
-        changeset=plan.changeset,
-        diff=plan.changeset.unified_diff(),
-        call_id=call_id,
+        spec.name, args, spec.risk, changeset=plan.changeset, diff=diff, call_id=call_id
     )
 
 

@@ -168,7 +168,9 @@ async def _landed_whole(ctx: ToolContext, entry: JournalEntry) -> bool:
 def commit_payload(changeset: ChangeSet, with_old_bytes: bool = False) -> list[dict[str, object]]:
     """The commit primitive's arguments. ``with_old_bytes`` (for an in-process
     provider, where they are passed by reference) lets it compare the files with
-    the planned bytes instead of hashing them again."""
+    the planned bytes instead of hashing them again; otherwise the new bytes'
+    digest (computed for the journal already) goes along, so that the next
+    change of the same file is checked against the bytes the provider wrote."""
     payload: list[dict[str, object]] = []
     for c in changeset.changes:
         change: dict[str, object] = {
@@ -183,6 +185,8 @@ def commit_payload(changeset: ChangeSet, with_old_bytes: bool = False) -> list[d
         if with_old_bytes:
             change["expected_bytes"] = c.old_bytes
             change["dest_expected_bytes"] = c.dest_old_bytes
+        elif c.new_bytes is not None:
+            change["new_hash"] = content_hash(c.new_bytes)
         payload.append(change)
     return payload
 

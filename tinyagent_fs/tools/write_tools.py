@@ -24,13 +24,24 @@ from .result import ToolResult
 from .spec import ToolSpec, boolean, integer, schema, string
 
 
-async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedText | None]:
-    """The file's bytes and decoding (None for a missing or undecodable file).
+async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedText | None, bool]:
+    """The file's bytes and decoding (None for a missing or undecodable file), and
+    whether those bytes are the model's last view rather than a fresh read.
 
-    Refuses directories. Its digest starts on another thread at once: the check
-    that the file did not change since the model read it (``_unless_changed``)
-    waits for it after the new content is planned.
+    The model's last view of the file, when the toolkit still holds it and the
+    file is a regular file of that size, is planned against without reading the
+    file again (5 MB cross a sandbox boundary in milliseconds): the commit checks
+    the file against the planned-against bytes before it writes, so a file
+    changed since is a CONFLICT there, as the read-state check would have made
+    it here. Otherwise the file is read, and its digest starts on another thread
+    at once: the check that the file did not change since the model read it
+    (``_unless_changed``) waits for it after the new content is planned.
     """
+    seen = ctx.read_state.last_seen(path)
+    if seen is not None:
+        info = await ctx.stat(path)
+        if info is not None and info["type"] == "file" and info["size"] == len(seen):
+            return seen, _decoded(ctx, path, seen), True
     try:
         old = await ctx.read_existing(path)
     except ToolError as error:
@@ -42,23 +53,30 @@ async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedT
             "give a file path inside it",
         ) from None
     hash_ahead(old)
-    if old is None:
-        return None, None
+    return old, _decoded(ctx, path, old), False
+
+
+def _decoded(ctx: ToolContext, path: Path, data: bytes | None) -> DecodedText | None:
+    if data is None:
+        return None
     try:
-        return old, decode_text(old, ctx.relative(path))
+        return decode_text(data, ctx.relative(path))
     except ToolError:
-        return old, None
+        return None
 
 
 @contextlib.asynccontextmanager
-async def _unless_changed(ctx: ToolContext, path: Path, old: bytes | None) -> AsyncIterator[None]:
+async def _unless_changed(
+    ctx: ToolContext, path: Path, old: bytes | None, last_view: bool
+) -> AsyncIterator[None]:
     """Plan against ``old``, then refuse with CONFLICT if the file changed since the
     model last read it; that error outranks any the planning raised, since a stale
-    view is what the model must fix first."""
+    view is what the model must fix first. Planned against the model's ``last_view``
+    (see ``_current``), a failed plan reads the file to tell which error it is."""
     try:
         yield
     except ToolError:
-        await ctx.check_unchanged(path, old)
+        await ctx.check_unchanged(path, await ctx.read_existing(path) if last_view else old)
         raise
     await ctx.check_unchanged(path, old)
 
@@ -84,9 +102,9 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         raise ToolError(
             ErrorCode.NOT_A_DIRECTORY, f"{ctx.relative(path.parent)} is not a directory"
         )
-    old, decoded = await _current(ctx, path)
+    old, decoded, last_view = await _current(ctx, path)
     like = decoded or UTF8_LF
-    async with _unless_changed(ctx, path, old):
+    async with _unless_changed(ctx, path, old, last_view):
         text = _with_file_newlines(args["content"], like) if decoded else args["content"]
         new = encode_text(text, like)
     hash_ahead(new)
@@ -124,12 +142,12 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
 
 async def plan_edit_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     path = ctx.resolve(args["path"], for_write=True)
-    old, decoded = await _current(ctx, path)
+    old, decoded, last_view = await _current(ctx, path)
     if args["old_string"] == "" and (old is None or old == b""):
         return await plan_write_file(
             ctx, {"path": args["path"], "content": args["new_string"], "create_dirs": True}
         )
-    async with _unless_changed(ctx, path, old):
+    async with _unless_changed(ctx, path, old, last_view):
         return _planned_edit(ctx, path, old, decoded, args)
 
 
@@ -169,8 +187,8 @@ def _planned_edit(
 async def plan_multi_edit(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     path = ctx.resolve(args["path"], for_write=True)
     shown = ctx.relative(path)
-    old, decoded = await _current(ctx, path)
-    async with _unless_changed(ctx, path, old):
+    old, decoded, last_view = await _current(ctx, path)
+    async with _unless_changed(ctx, path, old, last_view):
         if old is None:
             raise ToolError(ErrorCode.NOT_FOUND, f"{shown} does not exist", "check the path")
         decoded = decoded or decode_text(old, shown)

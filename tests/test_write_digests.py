@@ -1,0 +1,129 @@
+"""A large write hashes each new content once: the bytes read back are recognised
+as what the toolkit last wrote, and the audit log reuses the digest of the bytes
+encoded from the content argument. The checks those digests serve still hold."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tinyagent_fs import FileTools
+from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.digest import MEMO_FROM_BYTES
+from tinyagent_fs.journal import ENTRY_NAME
+
+from .conftest import audit_events
+
+LINES = MEMO_FROM_BYTES // 15 + 1
+
+
+def versions() -> tuple[str, str]:
+    body = "".join(f"line {i:09d}\n" for i in range(LINES))
+    return "# A\n" + body, "# B\n" + body
+
+
+async def test_a_write_over_the_toolkits_own_content_hashes_only_the_new_bytes(
+    fs: FileTools, project: Path, audit: AuditLog, hashed_sizes: list[int]
+) -> None:
+    first, second = versions()
+    assert (await fs.write_file("big.txt", first)).ok
+    hashed_sizes.clear()
+    written = await fs.write_file("big.txt", second)
+    assert written.ok, written.text
+    assert hashed_sizes == [len(second)]
+    assert (project / "big.txt").read_text() == second
+    logged = audit_events(audit)[-1]["arguments"]["content"]
+    assert logged["sha256"] == hashlib.sha256(second.encode()).hexdigest()
+    assert (await fs.undo()).ok
+    assert (project / "big.txt").read_text() == first
+
+
+async def test_content_changed_on_disk_after_the_toolkits_write_is_still_a_conflict(
+    fs: FileTools, project: Path
+) -> None:
+    first, second = versions()
+    assert (await fs.write_file("big.txt", first)).ok
+    (project / "big.txt").write_text(first.replace("line 000000007", "line 00000000X"))
+    refused = await fs.write_file("big.txt", second)
+    assert not refused.ok and refused.error is not None
+    assert refused.error.code == "CONFLICT"
+    assert "line 00000000X" in (project / "big.txt").read_text()
+
+
+def resident_bytes(path: Path) -> int:
+    found = subprocess.run(
+        ["fincore", "--bytes", "--noheadings", "--output", "RES", str(path)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(found.stdout.strip())
+
+
+@pytest.mark.skipif(shutil.which("fincore") is None, reason="needs util-linux fincore")
+async def test_the_old_content_the_journal_keeps_leaves_the_page_cache(
+    fs: FileTools, project: Path
+) -> None:
+    first, second = versions()
+    assert (await fs.write_file("big.txt", first)).ok
+    fd = os.open(project / "big.txt", os.O_RDONLY)
+    try:
+        os.fsync(fd)  # clean pages: the kernel may drop them when told
+    finally:
+        os.close(fd)
+    assert resident_bytes(project / "big.txt") > 0
+    written = await fs.write_file("big.txt", second)
+    assert written.ok, written.text
+    assert fs.journal is not None
+    kept = [
+        fs.journal.directory / f"{found['stem']}.0.old"
+        for found in map(ENTRY_NAME.fullmatch, os.listdir(fs.journal.directory))
+        if found is not None and found["change_id"] == written.data["change_id"]
+    ]
+    assert len(kept) == 1
+    assert resident_bytes(kept[0]) == 0  # looked at before reading it back
+    assert kept[0].read_text() == first
+
+
+def count_calls(fs: FileTools, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The ops the toolkit asks its provider for, from now on (the provider still runs them)."""
+    ops: list[str] = []
+    call = fs.provider.call
+
+    async def counted(op: str, **kwargs: object) -> object:
+        ops.append(op)
+        return await call(op, **kwargs)
+
+    monkeypatch.setattr(fs.provider, "call", counted)
+    return ops
+
+
+async def test_an_edit_of_the_file_the_toolkit_just_wrote_does_not_read_it_again(
+    fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, _ = versions()
+    assert (await fs.write_file("big.txt", first)).ok
+    ops = count_calls(fs, monkeypatch)
+    edited = await fs.edit_file("big.txt", "line 000000007\n", "line seven\n")
+    assert edited.ok, edited.text
+    assert "read_bytes" not in ops and "commit_changes" in ops
+    assert (project / "big.txt").read_text() == first.replace("line 000000007", "line seven")
+
+
+async def test_an_edit_planned_on_the_last_view_of_a_file_changed_since_is_a_conflict(
+    fs: FileTools, project: Path
+) -> None:
+    first, _ = versions()
+    assert (await fs.write_file("big.txt", first)).ok
+    changed = first.replace("line 000000007", "line 00000000X")  # same size
+    (project / "big.txt").write_text(changed)
+    for old_string in ("line 000000007", "line 00000000X"):  # in the last view; on disk only
+        refused = await fs.edit_file("big.txt", old_string, "line seven")
+        assert not refused.ok and refused.error is not None
+        assert refused.error.code == "CONFLICT", refused.text
+    assert (project / "big.txt").read_text() == changed
