@@ -157,13 +157,16 @@ def _holds(path: str, expected: bytes) -> int | None:
         if not stat_module.S_ISREG(info.st_mode) or info.st_size != len(expected):
             return None
         # Compared block by block (no second copy of a big file), in a block no larger
-        # than the file needs, one byte over so that growth since the fstat shows.
+        # than the file needs, one byte over so that growth since the fstat shows. A
+        # short read of a regular file is its end: no further read to see it.
         block = bytearray(min(COMPARE_BLOCK, len(expected) + 1))
         view, offset = memoryview(block), 0
         while size := os.readv(fd, (block,)):
             if not expected.startswith(view[:size], offset):
                 return None
             offset += size
+            if size < len(block):
+                break
         return stat_module.S_IMODE(info.st_mode) if offset == len(expected) else None
     finally:
         os.close(fd)
