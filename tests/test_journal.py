@@ -16,6 +16,7 @@ from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.journal import ENTRY_NAME, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
 from tinyagent_fs.journal_store import keep_old_content
+from tinyagent_fs.journal_trust import ForgedEntry, ManifestSigner
 from tinyagent_fs.providers import LocalProvider
 
 
@@ -237,3 +238,22 @@ def test_old_content_is_linked_only_when_the_linked_inode_is_a_lone_file_of_that
     assert ((info.st_dev, info.st_ino) in inodes_under(project)) is linked, case
     assert info.st_nlink == (2 if linked else 1)
     assert [p.name for p in store.iterdir()] == ["kept.old"]
+
+
+def test_a_signed_manifest_reads_back_whole_and_any_edit_to_it_is_refused(tmp_path: Path) -> None:
+    signer = ManifestSigner(tmp_path / "journal")
+    manifest = {
+        "change_id": "c0ffee000003",
+        "status": "pending",
+        "created": 1.5,
+        "files": [{"path": "/p/caf\u00e9 \udcff.txt", "old": "x.0.old", "mode": None}],
+    }
+    text = signer.signed(manifest).decode()
+    assert signer.verified(text, "c0ffee000003") == manifest
+    with pytest.raises(ForgedEntry):
+        signer.verified(text, "c0ffee000004")
+    for edit in ('"pending"', '"x.0.old"', "1.5"):
+        forged = text.replace(edit, {'"pending"': '"committed"', "1.5": "2.5"}.get(edit, '"y"'))
+        assert forged != text
+        with pytest.raises(ForgedEntry):
+            signer.verified(forged, "c0ffee000003")
