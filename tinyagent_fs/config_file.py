@@ -13,8 +13,6 @@ import os
 import stat
 
 MAX_CONFIG_FILE_BYTES = 1024 * 1024
-CHUNK = 1 << 20
-"""Bytes asked for per read when the size to expect is not known."""
 
 
 class UnsafeConfigFile(Exception):
@@ -52,24 +50,17 @@ def read_config_file(path: str, limit: int = MAX_CONFIG_FILE_BYTES) -> bytes | N
         os.close(fd)
 
 
-def read_up_to(fd: int, limit: int, expected: int | None = None) -> bytes:
+def read_up_to(fd: int, limit: int) -> bytes:
     """What ``fd`` holds, read no further than ``limit + 1`` bytes: one byte more than
-    allowed shows that a file grew past its limit after it was measured.
-
-    ``expected``: the size the file was measured at. The first read then asks for one
-    byte more than that, not for a megabyte (a buffer that size costs more than a
-    small file's whole read), and after a short read the end is confirmed by a read
-    of one byte; a file that grew meanwhile is read on in full-size chunks."""
+    allowed shows that a file grew past its limit after it was measured."""
     chunks: list[bytes] = []
     remaining = limit + 1
-    want = min(remaining, CHUNK if expected is None else expected + 1)
     while remaining > 0:
-        chunk = os.read(fd, want)
+        chunk = os.read(fd, min(remaining, 1 << 20))
         if not chunk:
             break
         chunks.append(chunk)
         remaining -= len(chunk)
-        want = min(remaining, CHUNK if len(chunk) == want else 1)
     return b"".join(chunks)
 
 

@@ -71,7 +71,7 @@ def read_open(fd: int, path: str, info: os.stat_result, max_bytes: int) -> bytes
     """Everything ``fd`` holds, refusing more than ``max_bytes`` (checked before and after)."""
     if info.st_size > max_bytes:
         raise too_large(path, info.st_size, max_bytes)
-    data = read_up_to(fd, max_bytes, info.st_size)
+    data = read_up_to(fd, max_bytes)
     if len(data) > max_bytes:
         raise too_large(path, len(data), max_bytes)
     return data
