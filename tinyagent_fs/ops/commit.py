@@ -24,6 +24,8 @@ from typing import Any
 from ..durable import FileFlush, sync_directories
 from ..errors import ErrorCode, ToolError
 
+PROC_FD = "/proc/self/fd/"
+"""Where descriptor paths start (``providers.pinned_paths`` hands the commit such paths)."""
 MISSING = "missing"
 DIRECTORY = "directory"
 TEMP_MARK = ".tafs-"
@@ -147,7 +149,7 @@ def _holds(path: str, expected: bytes) -> int | None:
     holding ``expected``, else None."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags)
+        fd = _open(path, flags)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
             return None
@@ -207,7 +209,7 @@ def _stage(step: _Step, change_id: str, folders: _Folders, flush: FileFlush) -> 
         verified = step.verified_mode is not None and target == step.path
         mode = step.verified_mode if verified else _existing_mode(target)
     staged = _sibling(target, change_id, "tmp")
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    fd = _open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     step.staged = staged
     try:
         view = memoryview(step.new_bytes)
@@ -227,14 +229,14 @@ def _apply(step: _Step, change_id: str) -> None:
     if step.kind == "move":
         assert step.dest is not None and step.staged is not None
         _back_up(step, step.dest, change_id)
-        os.replace(step.staged, step.dest)
+        _replace(step.staged, step.dest)
         step.staged = None
         _unlink_original(step.path)
     elif step.kind in ("delete", "rmdir"):
         _unlink_original(step.path)
     else:
         assert step.staged is not None
-        os.replace(step.staged, step.path)
+        _replace(step.staged, step.path)
         step.staged = None
 
 
@@ -243,7 +245,7 @@ def _back_up(step: _Step, path: str, change_id: str) -> None:
     every entry is one), a rename for directories, which cannot be linked."""
     backup = _sibling(path, change_id, "bak")
     try:
-        os.link(path, backup, follow_symlinks=False)
+        _link(path, backup)
     except (FileNotFoundError, NotADirectoryError):
         return
     except OSError as exc:
@@ -326,7 +328,7 @@ def _dropped(backup: str, is_dir: bool) -> bool:
                 _remove(backup)
             else:
                 with contextlib.suppress(FileNotFoundError):
-                    os.unlink(backup)
+                    _unlink(backup)
             return True
         except OSError:
             continue
@@ -345,3 +347,52 @@ def _touched_directories(steps: list[_Step], created_dirs: list[str]) -> list[st
     """Every directory whose entries the commit changed."""
     paths = [step.path for step in steps] + [step.dest for step in steps if step.dest]
     return [os.path.dirname(path) for path in [*paths, *created_dirs]]
+
+
+def _at(path: str) -> tuple[str, int | None]:
+    """``path`` for an ``*at`` call: a descriptor path (``/proc/self/fd/N/rest``) is
+    ``rest`` beneath descriptor N, the same file without the kernel walking /proc
+    for every call of the commit's hot path; any other path stays whole. A failing
+    call still names ``path`` whole in its error."""
+    if path.startswith(PROC_FD):
+        number, _, rest = path[len(PROC_FD) :].partition("/")
+        if rest and number.isdigit():
+            return rest, int(number)
+    return path, None
+
+
+def _open(path: str, flags: int, mode: int = 0o777) -> int:
+    name, folder = _at(path)
+    try:
+        return os.open(name, flags, mode, dir_fd=folder)
+    except OSError as exc:
+        exc.filename = path
+        raise
+
+
+def _unlink(path: str) -> None:
+    name, folder = _at(path)
+    try:
+        os.unlink(name, dir_fd=folder)
+    except OSError as exc:
+        exc.filename = path
+        raise
+
+
+def _link(source: str, target: str) -> None:
+    """A hard link of ``source`` itself (a symlink is linked, not followed)."""
+    (src, src_folder), (dst, dst_folder) = _at(source), _at(target)
+    try:
+        os.link(src, dst, src_dir_fd=src_folder, dst_dir_fd=dst_folder, follow_symlinks=False)
+    except OSError as exc:
+        exc.filename, exc.filename2 = source, target
+        raise
+
+
+def _replace(source: str, target: str) -> None:
+    (src, src_folder), (dst, dst_folder) = _at(source), _at(target)
+    try:
+        os.replace(src, dst, src_dir_fd=src_folder, dst_dir_fd=dst_folder)
+    except OSError as exc:
+        exc.filename, exc.filename2 = source, target
+        raise
