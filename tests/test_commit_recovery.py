@@ -38,9 +38,17 @@ MOVER = textwrap.dedent(
         def step(*args, **kwargs):
             global steps
             # A link's source is only read (the undo journal links old files out of
-            # the project): what a call changes is its destination.
-            changed = args[1:2] if name == "link" else args[:2]
-            inside = (os.path.realpath(os.path.dirname(str(arg))) for arg in changed)
+            # the project): what a call changes is its destination. A path may be
+            # relative to a folder's descriptor (dir_fd, src_dir_fd, dst_dir_fd).
+            folders = (kwargs.get("src_dir_fd", kwargs.get("dir_fd")), kwargs.get("dst_dir_fd"))
+            named = list(zip(args[:2], folders))
+            changed = named[1:2] if name == "link" else named
+            inside = (
+                os.path.realpath(os.path.join(
+                    "" if fd is None else f"/proc/self/fd/{fd}", os.path.dirname(str(arg))
+                ))
+                for arg, fd in changed
+            )
             if any(folder == root or folder.startswith(root + "/") for folder in inside):
                 steps += 1
                 if steps == stop_at:  # tell the parent where we are, then wait for the kill

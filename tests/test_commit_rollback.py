@@ -77,12 +77,15 @@ class FailAt:
         self.failed_in = ""
         self.descriptors: set[int] = set()
 
-    def inside(self, args: tuple[object, ...]) -> bool:
-        for arg in args[:2]:
+    def inside(self, args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
+        # A path may be relative to a folder's descriptor (dir_fd, src_dir_fd, dst_dir_fd).
+        folders = (kwargs.get("src_dir_fd", kwargs.get("dir_fd")), kwargs.get("dst_dir_fd"))
+        for arg, folder_fd in zip(args[:2], folders, strict=False):
             if isinstance(arg, int):  # a descriptor opened inside: write, fsync, fchmod
                 return arg in self.descriptors
             if isinstance(arg, (str, bytes, os.PathLike)):
-                folder = os.path.realpath(os.path.dirname(os.fsdecode(arg)))
+                base = "" if folder_fd is None else f"/proc/self/fd/{folder_fd}"
+                folder = os.path.realpath(os.path.join(base, os.path.dirname(os.fsdecode(arg))))
                 if folder == self.root or folder.startswith(self.root + "/"):
                     return True
         return False
@@ -92,13 +95,13 @@ class FailAt:
             if name == "close":
                 self.descriptors.discard(args[0])
                 return real(*args, **kwargs)
-            if not self.failed_in and self.inside(args):
+            if not self.failed_in and self.inside(args, kwargs):
                 self.calls += 1
                 if self.calls == self.step:
                     self.failed_in = name
                     raise OSError(self.errno, os.strerror(self.errno))
             result = real(*args, **kwargs)
-            if name == "open" and self.inside(args):
+            if name == "open" and self.inside(args, kwargs):
                 self.descriptors.add(result)
             return result
 

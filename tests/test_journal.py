@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ from tinyagent_fs import FileTools
 from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.journal import ENTRY_NAME, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
+from tinyagent_fs.journal_store import keep_old_content
+from tinyagent_fs.journal_trust import ForgedEntry, ManifestSigner
 from tinyagent_fs.providers import LocalProvider
 
 
@@ -204,3 +207,53 @@ def test_only_a_change_of_several_steps_is_flushed_before_its_commit(
     )
     journal.begin(two)
     assert flushed == [[str(journal.directory)]]
+
+
+@pytest.mark.parametrize("case", ["plain", "other name", "symlink", "grown", "missing"])
+def test_old_content_is_linked_only_when_the_linked_inode_is_a_lone_file_of_that_size(
+    tmp_path: Path, case: str
+) -> None:
+    """The link is made first and looked at through its own name: a symlink, a file
+    with another name or of another size is not kept by link (nor left linked), and
+    the kept file holds the planned bytes either way."""
+    project, store = tmp_path / "project", tmp_path / "store"
+    project.mkdir()
+    store.mkdir()
+    data = b"old bytes\n"
+    source = project / "file.txt"
+    real = project / "real.txt"
+    if case == "symlink":
+        real.write_bytes(data)
+        source.symlink_to(real)
+    elif case != "missing":
+        source.write_bytes(data + b"more\n" if case == "grown" else data)
+    if case == "other name":
+        os.link(source, project / "alias.txt")
+    kept = store / "kept.old"
+    keep_old_content(source, str(kept), data, None)
+    assert kept.read_bytes() == data
+    info = os.lstat(kept)
+    linked = case == "plain"
+    assert stat.S_ISREG(info.st_mode)
+    assert ((info.st_dev, info.st_ino) in inodes_under(project)) is linked, case
+    assert info.st_nlink == (2 if linked else 1)
+    assert [p.name for p in store.iterdir()] == ["kept.old"]
+
+
+def test_a_signed_manifest_reads_back_whole_and_any_edit_to_it_is_refused(tmp_path: Path) -> None:
+    signer = ManifestSigner(tmp_path / "journal")
+    manifest = {
+        "change_id": "c0ffee000003",
+        "status": "pending",
+        "created": 1.5,
+        "files": [{"path": "/p/caf\u00e9 \udcff.txt", "old": "x.0.old", "mode": None}],
+    }
+    text = signer.signed(manifest).decode()
+    assert signer.verified(text, "c0ffee000003") == manifest
+    with pytest.raises(ForgedEntry):
+        signer.verified(text, "c0ffee000004")
+    for edit in ('"pending"', '"x.0.old"', "1.5"):
+        forged = text.replace(edit, {'"pending"': '"committed"', "1.5": "2.5"}.get(edit, '"y"'))
+        assert forged != text
+        with pytest.raises(ForgedEntry):
+            signer.verified(forged, "c0ffee000003")

@@ -297,3 +297,62 @@ def test_a_nearly_ascii_legacy_file_decodes_as_the_detector_would_decide(
     monkeypatch.setattr(text_module, "_western_for_sure", lambda data: False)
     assert decode_text(data) == quick
     assert encode_text(quick.text, quick) == data
+
+
+def _western_for_sure_whole_file(data: bytes) -> bool:
+    """``_western_for_sure`` as it was before it skipped the ASCII start: every
+    multi-byte codec decodes the whole file."""
+    if len(data.translate(None, bytes(range(128)))) >= text_module._MIN_LETTERS_SINGLE_BYTE:
+        return False
+    for encoding in text_module._MULTIBYTE:
+        text = text_module._decode_exact(data, encoding)
+        if text is not None and text_module._one_other_script(
+            text, text_module._MIN_LETTERS_MULTIBYTE
+        ):
+            return False
+    return True
+
+
+ASCII_START = b"x = 1  # plain ASCII\n" * 4000
+"""84,000 bytes: longer than the scored window of 65,536 characters."""
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        *NEARLY_ASCII.values(),
+        *(ASCII_START[:3000] + value for value in NEARLY_ASCII.values()),
+        *(ASCII_START + value for value in NEARLY_ASCII.values()),
+        ASCII_START[:65530] + "\u65e5\u672c two\n".encode("shift_jis"),
+        "\u65e5 one\n".encode("shift_jis") + ASCII_START + "\u672c\n".encode("shift_jis"),
+        b"\x8f\xa2",  # a lead byte at the very end
+        b"plain ascii only\n",
+    ],
+)
+def test_skipping_the_ascii_start_decides_as_decoding_the_whole_file(data: bytes) -> None:
+    """Only the bytes from the first non-ASCII one are decoded, letters scored where
+    the whole text's window would hold them: the answer is the whole-file one."""
+    assert text_module._western_for_sure(data) == _western_for_sure_whole_file(data)
+
+
+@given(st.binary(max_size=64))
+@settings(max_examples=300, deadline=None)
+def test_skipping_the_ascii_start_agrees_on_any_bytes(tail: bytes) -> None:
+    for data in (tail, b"a = 1\n" * 5 + tail):
+        assert text_module._western_for_sure(data) == _western_for_sure_whole_file(data)
+
+
+@pytest.mark.parametrize("encoding", sorted(text_module._BYTE_FOR_BYTE))
+def test_a_byte_for_byte_code_page_round_trips_every_byte_it_decodes(encoding: str) -> None:
+    """The re-encode check is skipped only for code pages where it cannot fail."""
+    data = bytes(b for b in range(256) if b not in (0x81, 0x8D, 0x8F, 0x90, 0x9D))
+    text = text_module._decode_exact(data, encoding)
+    assert text is not None and text.encode(encoding) == data
+    assert text_module._decode_exact(b"ok \x81", encoding) is None
+
+
+def test_control_characters_throughout_still_make_a_legacy_file_binary() -> None:
+    data = (b"\x01\x02\x03 caf\xe9 " * 200)[:4000]
+    with pytest.raises(ToolError) as caught:
+        decode_text(data)
+    assert caught.value.code is ErrorCode.NOT_TEXT

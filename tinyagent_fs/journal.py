@@ -204,11 +204,12 @@ class UndoJournal:
         changes = changeset.changes
         atomic = len(changes) == 1 and changes[0].kind is not ChangeKind.MOVE
         flush = None if atomic else FileFlush()
+        directory = str(self.directory)
 
         def keep(path: Path | None, name: str, data: bytes | None) -> str | None:
             if path is None or data is None:
                 return None
-            keep_old_content(path, self.directory / name, data, flush)
+            keep_old_content(path, f"{directory}/{name}", data, flush)
             return name
 
         files = [

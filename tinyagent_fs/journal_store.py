@@ -6,10 +6,12 @@ for the price of a directory entry. Where the journal sits on another file
 system, a reflink (``FICLONE``: btrfs, XFS, bcachefs) shares the blocks instead;
 only where neither works are the bytes written out.
 
-A link is made only to the inode that was opened and checked (a regular file of
-the expected size, with no other name that could write it later); the bytes a
-link or reflink holds are still verified against the signed digest whenever
-they are read back, because an open descriptor could write them afterwards.
+A link is kept only when the inode it names, looked at through the link itself
+(a name in the private journal folder nobody else can swap), is a regular file
+of the expected size with no other name than the one it was linked from, which
+could write it later; the bytes a link or reflink holds are still verified
+against the signed digest whenever they are read back, because an open
+descriptor could write them afterwards.
 """
 
 from __future__ import annotations
@@ -25,11 +27,15 @@ FICLONE = 0x40049409
 """ioctl(2) that makes one file share another's blocks."""
 
 
-def keep_old_content(source: Path, target: Path, data: bytes, flush: FileFlush | None) -> None:
+def keep_old_content(
+    source: str | Path, target: str | Path, data: bytes, flush: FileFlush | None
+) -> None:
     """Keep ``data``, the current content of ``source``, as ``target``: a hard link
     when ``source`` is still a regular file of ``len(data)`` bytes with no other
     name, else a reflink of it, else a copy of ``data``. ``flush`` (if any) gets
     every file written, for the caller to make durable."""
+    if _linked(source, target, len(data)):
+        return
     try:
         fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
@@ -37,11 +43,9 @@ def keep_old_content(source: Path, target: Path, data: bytes, flush: FileFlush |
         return
     try:
         info = os.fstat(fd)
-        if stat.S_ISREG(info.st_mode) and info.st_size == len(data):
-            if info.st_nlink == 1 and _linked(source, target, info):
-                return
-            if _reflinked(fd, target, flush):
-                return
+        regular = stat.S_ISREG(info.st_mode) and info.st_size == len(data)
+        if regular and _reflinked(fd, target, flush):
+            return
     finally:
         os.close(fd)
     write_new_file(target, data, flush)
@@ -67,7 +71,7 @@ def drop_cached(path: Path) -> None:
         os.close(fd)
 
 
-def write_new_file(path: Path, data: bytes, flush: FileFlush | None) -> None:
+def write_new_file(path: str | Path, data: bytes, flush: FileFlush | None) -> None:
     """Create ``path`` (private, never following or replacing anything) with ``data``."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     fd = os.open(path, flags, 0o600)
@@ -85,20 +89,22 @@ def write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view) :]
 
 
-def _linked(source: Path, target: Path, opened: os.stat_result) -> bool:
-    """Hard-link ``source`` as ``target`` if it still is the inode that was opened."""
+def _linked(source: str | Path, target: str | Path, size: int) -> bool:
+    """Hard-link ``source`` as ``target`` if it is a regular file (not a symlink) of
+    ``size`` bytes that had no other name; the link is looked at, not ``source``,
+    so what is kept is what was checked, however ``source`` changes meanwhile."""
     try:
         os.link(source, target, follow_symlinks=False)
-    except OSError:  # another file system, a link limit, protected_hardlinks: not linked
+    except OSError:  # missing, another file system, a link limit, protected_hardlinks
         return False
     info = os.lstat(target)
-    if (info.st_dev, info.st_ino) == (opened.st_dev, opened.st_ino):
+    if stat.S_ISREG(info.st_mode) and info.st_size == size and info.st_nlink == 2:
         return True
-    os.unlink(target)  # the path was swapped between the open and the link
+    os.unlink(target)  # a symlink, a swapped or grown file, a file with other names
     return False
 
 
-def _reflinked(fd: int, target: Path, flush: FileFlush | None) -> bool:
+def _reflinked(fd: int, target: str | Path, flush: FileFlush | None) -> bool:
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
     try:
         out = os.open(target, flags, 0o600)

@@ -81,7 +81,11 @@ class ManifestSigner:
         self._key: bytes | None = None
 
     def signed(self, manifest: dict[str, Any]) -> bytes:
-        return json.dumps({"manifest": manifest, "mac": self._mac(manifest)}).encode()
+        """The manifest in its canonical JSON (the text the MAC is of, so it is encoded
+        once) with its MAC, as one JSON object."""
+        canonical = _canonical(manifest)
+        mac = self._mac_of(canonical)
+        return b'{"manifest":' + canonical + b',"mac":"' + mac.encode() + b'"}'
 
     def verified(self, text: str, change_id: str) -> dict[str, Any]:
         """The manifest in ``text``; ``ForgedEntry`` unless it is signed and names
@@ -100,7 +104,9 @@ class ManifestSigner:
         return manifest
 
     def _mac(self, manifest: dict[str, Any]) -> str:
-        canonical = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()
+        return self._mac_of(_canonical(manifest))
+
+    def _mac_of(self, canonical: bytes) -> str:
         return hmac.new(self.key(), canonical, hashlib.sha256).hexdigest()
 
     def key(self) -> bytes:
@@ -161,3 +167,8 @@ def read_stored(
     if not hmac.compare_digest(hashlib.sha256(data).hexdigest(), digest):
         raise StoredContentChanged(change_id, path)
     return data
+
+
+def _canonical(manifest: dict[str, Any]) -> bytes:
+    """The manifest's JSON with sorted keys and no spaces: ASCII, one text per manifest."""
+    return json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode()

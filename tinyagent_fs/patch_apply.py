@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from itertools import accumulate
+from itertools import accumulate, groupby
+from operator import attrgetter
 
 from tinyagent_fs.diff import Opcode
 from tinyagent_fs.errors import ErrorCode, ToolError
@@ -30,6 +31,7 @@ from tinyagent_fs.tolerance import (
 )
 
 _SHOWN_HUNK_LINES = 6
+_OP = attrgetter("op")
 
 
 @dataclass(frozen=True)
@@ -272,7 +274,10 @@ def _assemble(
 ) -> str:
     """Untouched stretches as slices of ``text``; hunks as context lines from the file
     and added lines with the ending of the lines they replace (``_AddedLineEndings``).
-    ``alignment`` is told, line by line, what became of each."""
+    ``alignment`` is told, run by run of lines of one kind, what became of them.
+
+    A run of context lines is emitted as one piece: of the file's lines only its
+    last can lack a line break, so joining them is what emitting each would give."""
     pieces: list[str] = []
 
     def emit(piece: str) -> None:
@@ -287,18 +292,25 @@ def _assemble(
         alignment.keep(start - previous)
         index = start
         endings = _AddedLineEndings(newline)
-        for line in hunk.lines:
-            alignment.take(line.op)
-            if line.op == " ":
-                emit(lines[index])
-                endings.saw_context(lines[index])
-            elif line.op == "-":
-                endings.saw_removed(lines[index])
+        for op, group in groupby(hunk.lines, key=_OP):
+            run = list(group)
+            if op == " ":
+                context = lines[index : index + len(run)]
+                emit("".join(context))
+                endings.saw_context(context)
+                alignment.keep(len(run))
+                index += len(run)
+            elif op == "-":
+                for removed in lines[index : index + len(run)]:
+                    endings.saw_removed(removed)
+                alignment.remove(len(run))
+                index += len(run)
             else:
-                added = shift.reindent(line.text) if shift is not None else line.text
-                ending = endings.next_added()
-                emit(added + ("" if line.no_newline else line.ending or ending))
-            index += line.op != "+"
+                for line in run:
+                    added = shift.reindent(line.text) if shift is not None else line.text
+                    ending = endings.next_added()
+                    emit(added + ("" if line.no_newline else line.ending or ending))
+                alignment.add(len(run))
         previous = index
     emit("".join(lines[previous:]))
     result = "".join(pieces)
@@ -328,13 +340,11 @@ class _Alignment:
         self.old += count
         self.new += count
 
-    def take(self, op: str) -> None:
-        if op == " ":
-            self.keep(1)
-        elif op == "-":
-            self.removed += 1
-        else:
-            self.added += 1
+    def remove(self, count: int) -> None:
+        self.removed += count
+
+    def add(self, count: int) -> None:
+        self.added += count
 
     def finish(self, old_count: int) -> tuple[Opcode, ...]:
         """The opcodes once the rest of the file (up to ``old_count`` lines) is kept."""
@@ -364,9 +374,14 @@ class _AddedLineEndings:
         self.removed: list[str] = []
         self.nearest = file_newline
 
-    def saw_context(self, line: str) -> None:
+    def saw_context(self, lines: list[str]) -> None:
+        """A run of context lines: the last of them that has a line break gives it."""
         self.removed.clear()
-        self.nearest = _ending(line) or self.nearest
+        for line in reversed(lines):
+            ending = _ending(line)
+            if ending:
+                self.nearest = ending
+                return
 
     def saw_removed(self, line: str) -> None:
         ending = _ending(line) or self.nearest

@@ -138,9 +138,37 @@ _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 _WORD = re.compile(r"[^\W\d_]+")
 _SCORED_CHARS = 65536
 _CONTROL = re.compile(r"[\x00-\x08\x0e-\x1f\x7f]")
+_CONTROL_BYTES = bytes([*range(0x09), *range(0x0E, 0x20), 0x7F])
 _NON_ASCII = re.compile(r"[^\x00-\x7f]+")
 _ESCAPED_BYTE = re.compile("[\udc80-\udcff]")
 _ASCII_BYTES = bytes(range(128))
+_ASCII_TEXT = _ASCII_BYTES.decode("ascii")
+_ASCII_STABLE = frozenset(
+    name
+    for name in _MULTIBYTE
+    if _ASCII_TEXT.encode(name) == _ASCII_BYTES and _ASCII_BYTES.decode(name) == _ASCII_TEXT
+)
+"""Multi-byte codecs in which every ASCII byte on its own is that ASCII character."""
+
+
+def _byte_for_byte(encoding: str) -> bool:
+    """Whether ``encoding`` decodes each byte on its own to one character no other byte
+    decodes to, and encodes that character back to that byte: then any bytes it
+    decodes strictly encode back to exactly themselves."""
+    chars: dict[str, int] = {}
+    for byte in range(256):
+        try:
+            char = bytes([byte]).decode(encoding)
+        except UnicodeDecodeError:
+            continue
+        if len(char) != 1 or char in chars or char.encode(encoding) != bytes([byte]):
+            return False
+        chars[char] = byte
+    return True
+
+
+_BYTE_FOR_BYTE = frozenset(name for name in ("cp1252",) if _byte_for_byte(name))
+"""The Western code page files are read in most, when it round-trips by construction."""
 
 
 @dataclass(frozen=True)
@@ -343,7 +371,7 @@ def _decode_exact(data: bytes, encoding: str) -> str | None:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError):
         return None
-    if encoding == "utf-8":  # a strict UTF-8 decode always round-trips
+    if encoding == "utf-8" or encoding in _BYTE_FOR_BYTE:  # a strict decode round-trips
         return text
     try:
         same = text.encode(encoding) == data
@@ -420,9 +448,21 @@ def _legacy_decode(data: bytes) -> tuple[str, str] | None:
         needed = _MIN_LETTERS_MULTIBYTE if encoding in _MULTIBYTE else _MIN_LETTERS_SINGLE_BYTE
         if text is not None and _one_other_script(text, needed):
             return text, encoding
-    if len(_CONTROL.findall(western[:_SCORED_CHARS])) > len(western[:_SCORED_CHARS]) // 200:
+    # A Western code page decodes each byte to one character, the control characters
+    # counted here from the ASCII bytes of the same code: they are counted on the bytes.
+    scored = data[:_SCORED_CHARS]
+    if len(scored) - len(scored.translate(None, _CONTROL_BYTES)) > len(scored) // 200:
         return None  # control characters throughout: binary, not a Western text
     return western, western_name
+
+
+def _ascii_prefix_length(data: bytes) -> int:
+    """How many bytes ``data`` starts with that are ASCII."""
+    try:
+        data.decode("ascii")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return len(data)
 
 
 def _western_for_sure(data: bytes) -> bool:
@@ -437,9 +477,20 @@ def _western_for_sure(data: bytes) -> bool:
     """
     if len(data.translate(None, _ASCII_BYTES)) >= _MIN_LETTERS_SINGLE_BYTE:
         return False
+    # These codecs decode (and encode back) each ASCII byte outside a multi-byte
+    # sequence as itself, and every sequence starts with a byte of 0x80 or more: the
+    # ASCII start of the file reads the same in all of them, so only the rest from
+    # the first such byte is decoded, and its letters scored where the whole text's
+    # scored window would hold them.
+    start = _ascii_prefix_length(data)
+    room = max(_SCORED_CHARS - start, 0)
+    rest = data[start:]
     for encoding in _MULTIBYTE:
-        text = _decode_exact(data, encoding)
-        if text is not None and _one_other_script(text, _MIN_LETTERS_MULTIBYTE):
+        text = _decode_exact(rest if encoding in _ASCII_STABLE else data, encoding)
+        if text is None:
+            continue
+        scored = text[:room] if encoding in _ASCII_STABLE else text
+        if _one_other_script(scored, _MIN_LETTERS_MULTIBYTE):
             return False
     return True
 

@@ -24,6 +24,8 @@ from typing import Any
 from ..durable import FileFlush, sync_directories
 from ..errors import ErrorCode, ToolError
 
+PROC_FD = "/proc/self/fd/"
+"""Where descriptor paths start (``providers.pinned_paths`` hands the commit such paths)."""
 MISSING = "missing"
 DIRECTORY = "directory"
 TEMP_MARK = ".tafs-"
@@ -43,8 +45,11 @@ class _Step:
     dest: str | None
     new_bytes: bytes | None
     mode: int | None
+    verified_mode: int | None = None
+    """Permission bits of the regular file ``path`` held when its content was verified."""
     staged: str | None = None
-    backups: list[tuple[str, str]] = field(default_factory=list)
+    backups: list[tuple[str, str, bool]] = field(default_factory=list)
+    """(original, backup, whether the backup is a renamed directory)."""
 
 
 def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, Any]:
@@ -69,7 +74,12 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     # reported, never left for recovery to "restore" over the committed file.
     with contextlib.suppress(OSError):
         sync_directories(_touched_directories(steps, created_dirs))
-    leftovers = [backup for step in steps for _, backup in step.backups if not _dropped(backup)]
+    leftovers = [
+        backup
+        for step in steps
+        for _, backup, is_dir in step.backups
+        if not _dropped(backup, is_dir)
+    ]
     report: dict[str, Any] = {
         "bytes_written": sum(len(step.new_bytes or b"") for step in steps),
         "files": len(steps),
@@ -113,11 +123,11 @@ def recover_commit(change_id: str, directories: list[str], keep_new: bool = Fals
 def _verify(change: dict[str, Any]) -> _Step:
     kind = change["kind"]
     path = change["path"]
-    _check_unchanged(path, change["expected_hash"], change.get("expected_bytes"))
+    mode = _check_unchanged(path, change["expected_hash"], change.get("expected_bytes"))
     dest = change.get("dest")
     if dest is not None:
         _check_unchanged(dest, change["dest_expected_hash"], change.get("dest_expected_bytes"))
-    return _Step(kind, path, dest, change.get("new_bytes"), change.get("mode"))
+    return _Step(kind, path, dest, change.get("new_bytes"), change.get("mode"), mode)
 
 
 def _keep_last_written(steps: list[_Step], changes: list[dict[str, Any]]) -> None:
@@ -129,17 +139,20 @@ def _keep_last_written(steps: list[_Step], changes: list[dict[str, Any]]) -> Non
             return
 
 
-def _check_unchanged(path: str, expected: str, expected_bytes: bytes | None) -> None:
+def _check_unchanged(path: str, expected: str, expected_bytes: bytes | None) -> int | None:
     """CONFLICT unless ``path`` still is what the change was planned against. An
     in-process caller also passes the planned bytes, and the bytes this process
     last wrote are known with their digest: comparing them costs a read, where
-    hashing 5 MB again costs 3 ms more."""
+    hashing 5 MB again costs 3 ms more. Returns the permission bits of the
+    regular file found holding them (None when that was not looked at)."""
     if expected_bytes is None and _last_written is not None:
         written_path, written_hash, written = _last_written
         if written_path == path and written_hash == expected:
             expected_bytes = written
+    mode = None
     if expected_bytes is not None:
-        same = _holds(path, expected_bytes)
+        mode = _holds(path, expected_bytes)
+        same = mode is not None
     else:
         same = _current_hash(path) == expected
     if not same:
@@ -149,28 +162,37 @@ def _check_unchanged(path: str, expected: str, expected_bytes: bytes | None) -> 
             "read the file again and redo the change against its current content",
             details={"path": path},
         )
+    return mode
 
 
-def _holds(path: str, expected: bytes) -> bool:
-    """Whether ``path`` is a regular file (not a link to one) holding ``expected``."""
+def _holds(path: str, expected: bytes) -> int | None:
+    """The permission bits of ``path`` if it is a regular file (not a link to one)
+    holding ``expected``, else None."""
     flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
     try:
-        fd = os.open(path, flags)
+        fd = _open(path, flags)
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR, errno.ELOOP):
-            return False
+            return None
         raise
-    with os.fdopen(fd, "rb", buffering=0) as handle:
+    try:
         info = os.fstat(fd)
         if not stat_module.S_ISREG(info.st_mode) or info.st_size != len(expected):
-            return False
-        block = bytearray(COMPARE_BLOCK)  # compared block by block: no second copy of a big file
+            return None
+        # Compared block by block (no second copy of a big file), in a block no larger
+        # than the file needs, one byte over so that growth since the fstat shows. A
+        # short read of a regular file is its end: no further read to see it.
+        block = bytearray(min(COMPARE_BLOCK, len(expected) + 1))
         view, offset = memoryview(block), 0
-        while size := handle.readinto(block):
+        while size := os.readv(fd, (block,)):
             if not expected.startswith(view[:size], offset):
-                return False
+                return None
             offset += size
-        return offset == len(expected)
+            if size < len(block):
+                break
+        return stat_module.S_IMODE(info.st_mode) if offset == len(expected) else None
+    finally:
+        os.close(fd)
 
 
 def _current_hash(path: str) -> str:
@@ -203,9 +225,12 @@ def _stage(step: _Step, change_id: str, folders: _Folders, flush: FileFlush) -> 
     if target is None or step.new_bytes is None:
         return
     folders.make(os.path.dirname(target))
-    mode = step.mode if step.mode is not None else _existing_mode(target)
+    mode = step.mode
+    if mode is None:
+        verified = step.verified_mode is not None and target == step.path
+        mode = step.verified_mode if verified else _existing_mode(target)
     staged = _sibling(target, change_id, "tmp")
-    fd = os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    fd = _open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     step.staged = staged
     try:
         view = memoryview(step.new_bytes)
@@ -225,29 +250,38 @@ def _apply(step: _Step, change_id: str) -> None:
     if step.kind == "move":
         assert step.dest is not None and step.staged is not None
         _back_up(step, step.dest, change_id)
-        os.replace(step.staged, step.dest)
+        _replace(step.staged, step.dest)
         step.staged = None
         _unlink_original(step.path)
     elif step.kind in ("delete", "rmdir"):
         _unlink_original(step.path)
     else:
         assert step.staged is not None
-        os.replace(step.staged, step.path)
+        _replace(step.staged, step.path)
         step.staged = None
 
 
 def _back_up(step: _Step, path: str, change_id: str) -> None:
-    """Keep the old entry under a marked name; a rename for directories, a link for files."""
+    """Keep the old entry under a marked name; a link for files (tried first: nearly
+    every entry is one), a rename for directories, which cannot be linked."""
+    backup = _sibling(path, change_id, "bak")
     try:
-        info = os.lstat(path)
+        _link(path, backup)
     except (FileNotFoundError, NotADirectoryError):
         return
-    backup = _sibling(path, change_id, "bak")
-    if stat_module.S_ISDIR(info.st_mode):
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.EISDIR):
+            raise
+        try:
+            is_dir = stat_module.S_ISDIR(os.lstat(path).st_mode)
+        except (FileNotFoundError, NotADirectoryError):
+            return
+        if not is_dir:
+            raise
         os.rename(path, backup)
-    else:
-        os.link(path, backup, follow_symlinks=False)
-    step.backups.append((path, backup))
+        step.backups.append((path, backup, True))
+        return
+    step.backups.append((path, backup, False))
 
 
 def _unlink_original(path: str) -> None:
@@ -262,13 +296,13 @@ def _roll_back(applied: list[_Step], steps: list[_Step], created_dirs: list[str]
             _remove(step.dest)
         elif step.kind in ("create", "modify", "mkdir") and not step.backups:
             _remove(step.path)
-        for original, backup in reversed(step.backups):
+        for original, backup, _ in reversed(step.backups):
             os.replace(backup, original)
         step.backups.clear()
     for step in steps:
         if step.staged is not None:
             _remove(step.staged)
-        for _, backup in step.backups:
+        for _, backup, _ in step.backups:
             _remove(backup)
     for directory in reversed(created_dirs):
         with contextlib.suppress(OSError):
@@ -308,10 +342,14 @@ def _sibling(path: str, change_id: str, suffix: str) -> str:
     return os.path.join(directory, f".{name}{TEMP_MARK}{change_id}.{suffix}")
 
 
-def _dropped(backup: str) -> bool:
+def _dropped(backup: str, is_dir: bool) -> bool:
     for _ in range(2):
         try:
-            _remove(backup)
+            if is_dir:
+                _remove(backup)
+            else:
+                with contextlib.suppress(FileNotFoundError):
+                    _unlink(backup)
             return True
         except OSError:
             continue
@@ -330,3 +368,52 @@ def _touched_directories(steps: list[_Step], created_dirs: list[str]) -> list[st
     """Every directory whose entries the commit changed."""
     paths = [step.path for step in steps] + [step.dest for step in steps if step.dest]
     return [os.path.dirname(path) for path in [*paths, *created_dirs]]
+
+
+def _at(path: str) -> tuple[str, int | None]:
+    """``path`` for an ``*at`` call: a descriptor path (``/proc/self/fd/N/rest``) is
+    ``rest`` beneath descriptor N, the same file without the kernel walking /proc
+    for every call of the commit's hot path; any other path stays whole. A failing
+    call still names ``path`` whole in its error."""
+    if path.startswith(PROC_FD):
+        number, _, rest = path[len(PROC_FD) :].partition("/")
+        if rest and number.isdigit():
+            return rest, int(number)
+    return path, None
+
+
+def _open(path: str, flags: int, mode: int = 0o777) -> int:
+    name, folder = _at(path)
+    try:
+        return os.open(name, flags, mode, dir_fd=folder)
+    except OSError as exc:
+        exc.filename = path
+        raise
+
+
+def _unlink(path: str) -> None:
+    name, folder = _at(path)
+    try:
+        os.unlink(name, dir_fd=folder)
+    except OSError as exc:
+        exc.filename = path
+        raise
+
+
+def _link(source: str, target: str) -> None:
+    """A hard link of ``source`` itself (a symlink is linked, not followed)."""
+    (src, src_folder), (dst, dst_folder) = _at(source), _at(target)
+    try:
+        os.link(src, dst, src_dir_fd=src_folder, dst_dir_fd=dst_folder, follow_symlinks=False)
+    except OSError as exc:
+        exc.filename, exc.filename2 = source, target
+        raise
+
+
+def _replace(source: str, target: str) -> None:
+    (src, src_folder), (dst, dst_folder) = _at(source), _at(target)
+    try:
+        os.replace(src, dst, src_dir_fd=src_folder, dst_dir_fd=dst_folder)
+    except OSError as exc:
+        exc.filename, exc.filename2 = source, target
+        raise
