@@ -26,7 +26,7 @@ from tinyagent_fs.ui.config import load_settings
 root = Path({root!r})
 root.mkdir(parents=True)
 (root / "README.md").write_text("# Original\\n")
-hook = JupyterHook(settings=load_settings(frontend="widgets", busy_kernel_grace_s=1))
+hook = JupyterHook(settings=load_settings(frontend="widgets", busy_kernel_grace_s=4))
 fs = FileTools(root, provider=LocalProvider(), hooks=[hook], audit=AuditLog({audit!r}))
 """
 WRITE = 'fs.write_file("README.md", "# Proposed\\n")'
