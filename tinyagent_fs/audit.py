@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from .digest import content_hash, text_hash
+from .durable import write_all
 
 AUDIT_FILE_NAME = "audit.jsonl"
 DIFF_CAP_BYTES = 64 * 1024
@@ -257,10 +258,7 @@ class AuditLog:
         try:
             if not self._mode_checked:
                 self._restrict_file(fd)
-            view = memoryview(line)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
+            write_all(fd, line)
         finally:
             os.close(fd)
 

@@ -17,12 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from .diff import Opcode, planned_hunks, text_hunks, unified_hunks
-from .digest import content_hash
+from .digest import DIRECTORY, content_hash
 from .text import split_lines
 
 DIFF_CONTEXT = 3
-DIRECTORY = "directory"
-"""The planned-against hash of a path that must be a directory at commit time."""
 
 
 class ChangeKind(str, Enum):
@@ -79,22 +77,24 @@ class FileChange:
             return DIRECTORY
         return self.old_hash
 
-    @property
+    @functools.cached_property
     def dest_expected_hash(self) -> str:
+        """``content_hash`` of ``dest_old_bytes``, computed once (the commit payload
+        and the journal both need it)."""
         return content_hash(self.dest_old_bytes)
 
     @functools.cached_property
     def _hunks(self) -> list[str] | None:
         """The diff's hunks, computed once (reviews, results and audit all show it);
         None when either side is not text."""
-        if self.line_opcodes is not None:
-            planned = self._planned_hunks(self.line_opcodes)
-            if planned is not None:
-                return planned
         old_text = display_text(self.old_bytes, self.old_text)
         new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
             return None
+        if self.line_opcodes is not None:
+            planned = self._planned_hunks(old_text, new_text, self.line_opcodes)
+            if planned is not None:
+                return planned
         return _marked(text_hunks(old_text, new_text, DIFF_CONTEXT))
 
     @functools.cached_property
@@ -102,12 +102,10 @@ class FileChange:
         firsts = "".join([line[:1] for line in self._hunks or ()])
         return firsts.count("+"), firsts.count("-")
 
-    def _planned_hunks(self, codes: tuple[Opcode, ...]) -> list[str] | None:
+    def _planned_hunks(
+        self, old_text: str, new_text: str, codes: tuple[Opcode, ...]
+    ) -> list[str] | None:
         """The hunks ``codes`` give; None unless they truly align the two texts."""
-        old_text = display_text(self.old_bytes, self.old_text)
-        new_text = display_text(self.new_bytes, self.new_text)
-        if old_text is None or new_text is None:
-            return None
         old = self.old_lines if self.old_lines is not None else split_lines(old_text)
         hunks = planned_hunks(old, new_text, codes, DIFF_CONTEXT)
         return None if hunks is None else _marked(hunks)

@@ -26,6 +26,8 @@ from concurrent.futures import Future, ThreadPoolExecutor
 
 MISSING = "missing"
 """The digest of "no file": the planned-against hash of a path that must not exist."""
+DIRECTORY = "directory"
+"""The planned-against hash of a path that must be a directory at commit time."""
 MEMO_FROM_BYTES = 64 * 1024
 AHEAD_FROM_BYTES = 1 << 20
 """Below this, hashing costs less than handing it to another thread."""
@@ -51,14 +53,15 @@ def content_hash(data: bytes | None) -> str:
     return digest
 
 
-def same_as(data: bytes | None, original: bytes) -> None:
-    """If ``data`` equals ``original``, let it share ``original``'s digest (or the
-    digest still being computed for it) instead of being hashed again."""
+def same_as(data: bytes | None, original: bytes, digest: str | None = None) -> None:
+    """If ``data`` equals ``original``, let it share ``original``'s digest (``digest``
+    when the caller knows it, else the one known or still being computed for it)
+    instead of being hashed again."""
     if data is None or data is original or type(data) is not bytes:
         return
     if len(data) < MEMO_FROM_BYTES or _known(data) is not None or data != original:
         return
-    _remember(data, _known(original) or content_hash(original))
+    _remember(data, digest or _known(original) or content_hash(original))
 
 
 def note_utf8(text: str, data: bytes) -> None:

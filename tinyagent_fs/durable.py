@@ -28,6 +28,13 @@ DIRECTORY_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_C
 _syncfs_function: Any = None
 
 
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (``os.write`` may write less than it is given)."""
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
 def syncfs(fd: int) -> None:
     """Flush the whole file system holding ``fd`` (Linux); OSError when that fails."""
     global _syncfs_function

@@ -47,10 +47,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .changes import ChangeKind, ChangeSet, content_hash
-from .durable import FileFlush, sync_directories
+from .changes import ChangeKind, ChangeSet
+from .durable import FileFlush, sync_directories, write_all
 from .errors import ErrorCode, ToolError
-from .journal_store import drop_cached, keep_old_content, write_all, write_new_file
+from .journal_store import drop_cached, keep_old_content, write_new_file
 from .journal_trust import ForgedEntry, ManifestSigner, check_change_id, read_stored
 
 JOURNAL_ENV = "TINYAGENT_FS_JOURNAL_DIR"
@@ -220,7 +220,7 @@ class UndoJournal:
                 "old": keep(change.path, f"{stem}.{index}.old", change.old_bytes),
                 "old_sha": None if change.old_bytes is None else change.old_hash,
                 "dest_old": keep(change.dest, f"{stem}.{index}.dest", change.dest_old_bytes),
-                "dest_sha": _sha(change.dest_old_bytes),
+                "dest_sha": None if change.dest_old_bytes is None else change.dest_expected_hash,
                 "new_hash": change.new_hash,
                 "mode": change.mode,
             }
@@ -344,7 +344,3 @@ def _overwrite(path: Path, data: bytes) -> None:
         write_all(fd, data)
     finally:
         os.close(fd)
-
-
-def _sha(data: bytes | None) -> str | None:
-    return None if data is None else content_hash(data)

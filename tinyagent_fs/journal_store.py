@@ -21,7 +21,7 @@ import os
 import stat
 from pathlib import Path
 
-from .durable import FileFlush
+from .durable import FileFlush, write_all
 
 FICLONE = 0x40049409
 """ioctl(2) that makes one file share another's blocks."""
@@ -81,12 +81,6 @@ def write_new_file(path: str | Path, data: bytes, flush: FileFlush | None) -> No
             flush.written(fd, str(path))
     finally:
         os.close(fd)
-
-
-def write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 def _linked(source: str | Path, target: str | Path, size: int) -> bool:

@@ -25,7 +25,8 @@ def starts_line(text: str, position: int) -> bool:
 def line_start(text: str, position: int) -> int:
     """Where the line holding ``position`` starts."""
     while position and not starts_line(text, position):
-        position = max(text.rfind("\n", 0, position - 1), text.rfind("\r", 0, position - 1)) + 1
+        lf = text.rfind("\n", 0, position - 1)
+        position = max(lf, text.rfind("\r", lf + 1, position - 1)) + 1
     return position
 
 
@@ -33,10 +34,11 @@ def next_line_start(text: str, position: int) -> int:
     """Where the line after the one holding ``position`` starts; the end of the text
     when that line is the last."""
     while True:
-        found = [i for i in (text.find("\n", position), text.find("\r", position)) if i >= 0]
-        if not found:
+        lf = text.find("\n", position)
+        cr = text.find("\r", position, lf if lf >= 0 else len(text))
+        if lf < 0 and cr < 0:
             return len(text)
-        position = min(found) + 1
+        position = (cr if cr >= 0 else lf) + 1
         if starts_line(text, position):
             return position
 

@@ -15,6 +15,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from ..durable import write_all
+
 if sys.platform != "win32":
     import fcntl
 
@@ -54,7 +56,7 @@ class StdioLines:
 
     def write(self, data: bytes) -> None:
         if self._transport is None:
-            _write_all(self.write_fd, data)
+            write_all(self.write_fd, data)
         elif not self._transport.is_closing():
             self._transport.write(data)
 
@@ -112,9 +114,3 @@ async def _read_on_thread(
     while chunk := await asyncio.to_thread(os.read, fd, 1 << 16):
         on_data(chunk)
     on_eof()
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]

@@ -21,13 +21,12 @@ import stat as stat_module
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..durable import FileFlush, sync_directories
+from ..digest import DIRECTORY, MISSING
+from ..durable import FileFlush, sync_directories, write_all
 from ..errors import ErrorCode, ToolError
 
 PROC_FD = "/proc/self/fd/"
 """Where descriptor paths start (``providers.pinned_paths`` hands the commit such paths)."""
-MISSING = "missing"
-DIRECTORY = "directory"
 TEMP_MARK = ".tafs-"
 COMPARE_BLOCK = 256 * 1024
 
@@ -233,9 +232,7 @@ def _stage(step: _Step, change_id: str, folders: _Folders, flush: FileFlush) -> 
     fd = _open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     step.staged = staged
     try:
-        view = memoryview(step.new_bytes)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, step.new_bytes)
         os.fchmod(fd, mode)
         flush.written(fd, staged)
     finally:

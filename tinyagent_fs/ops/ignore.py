@@ -18,6 +18,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from ..config_file import MAX_CONFIG_FILE_BYTES, UnsafeConfigFile, config_lines, read_config_file
+from ..durable import DIRECTORY_FLAGS
 from ..errors import ErrorCode, ToolError
 from ..policy import IGNORE_FILE_NAME
 from .glob_match import DIRS, GlobMatcher, Token, escape_glob
@@ -432,7 +433,6 @@ def _walk_directory(
                 os.close(child)
 
 
-DIRECTORY_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 _NAME = operator.attrgetter("name")
 
 

@@ -104,7 +104,7 @@ def scan_file(
             except UnicodeDecodeError:
                 return None
         end = pos + len(chunk)
-        following = os.pread(fd, 1, end) if end < size else b""
+        following = os.pread(fd, 1, end) if end < size and chunk.endswith(b"\r") else b""
         start = pos
         while start < end:
             stop = min((start // step + 1) * step, end)

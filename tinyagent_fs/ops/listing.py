@@ -83,7 +83,7 @@ def list_tree(
         "types": "".join(listing.types),
         "ignored": listing.ignored,
         "total": listing.total,
-        "omitted": listing.total - listing.shown,
+        "omitted": listing.total - len(listing.types),
         "omitted_is_lower_bound": listing.stopped,
     }
     if sizes:
@@ -109,8 +109,8 @@ class _Listing:
         self.cap = COUNT_FACTOR * limit
         self.runs: list[tuple[str, list[str]]] = []
         """Names shown, in runs that share a directory: (its path and a slash, names)."""
-        self.shown = 0
         self.types: list[str] = []
+        """One kind letter per name shown: its length is how many are shown."""
         self.ignored: list[str] = []
         self.sizes: list[int | None] = []
         self.total = 0
@@ -206,10 +206,9 @@ class _Listing:
             end = start + room
             self.stopped = True
         self.total += end - start
-        shown = min(end, start + self.limit - self.shown)
+        shown = min(end, start + self.limit - len(self.types))
         if shown <= start:
             return
-        self.shown += shown - start
         self.runs.append((prefix, names[start:shown]))
         self.types += kinds[start:shown]
         if ignored:

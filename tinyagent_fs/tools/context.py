@@ -34,8 +34,8 @@ class ReadState:
     """
 
     seen: dict[Path, str] = field(default_factory=dict)
-    latest: tuple[Path, bytes] | None = None
-    """The last content remembered and its path: a change usually reads back the
+    latest: tuple[Path, bytes, str] | None = None
+    """The last content remembered, with its path and digest: a change usually reads back the
     file the model just read or the toolkit just wrote, and comparing those bytes
     costs far less than hashing them (see ``recognise``). One only, so that the
     memory held stays one file's worth."""
@@ -47,8 +47,9 @@ class ReadState:
             if self.latest is not None and self.latest[0] == path:
                 self.latest = None
         else:
-            self.seen[path] = digest if digest is not None else content_hash(data)
-            self.latest = (path, data)
+            digest = digest if digest is not None else content_hash(data)
+            self.seen[path] = digest
+            self.latest = (path, data, digest)
 
     def last_seen(self, path: Path) -> bytes | None:
         """The bytes the model last saw in ``path`` (read whole, or written by the
@@ -56,13 +57,13 @@ class ReadState:
         latest = self.latest
         if latest is None or latest[0] != path:
             return None
-        return latest[1] if self.seen.get(path) == content_hash(latest[1]) else None
+        return latest[1] if self.seen.get(path) == latest[2] else None
 
     def recognise(self, path: Path, data: bytes | None) -> None:
         """``data`` was just read from ``path``: if it equals the content last
         remembered for it, it takes that content's digest without hashing."""
         if self.latest is not None and self.latest[0] == path:
-            same_as(data, self.latest[1])
+            same_as(data, self.latest[1], self.latest[2])
 
     def remember_window(self, path: Path, proof: dict[str, Any]) -> None:
         """What a window read vouches for: the file's content hash, or its identity."""
@@ -182,9 +183,10 @@ class ToolContext:
             )
         except ToolError:
             return [await self.read_existing(path) for path in paths]
-        for data in found:
+        for path, data in zip(paths, found, strict=True):
             if data is not None:
                 self.limiter.charge_bytes(len(data))
+                self.read_state.recognise(path, data)
         return found
 
     async def read_text(self, path: Path) -> tuple[bytes, DecodedText]:

@@ -27,13 +27,12 @@ def number_lines(
     (a window read keeps only the start of a very long line).
     """
     bodies = list(map(str.rstrip, lines, itertools.repeat("\r\n")))
+    prefixes = _line_prefixes(first_line, len(bodies))
     if not full_lengths and max(map(len, bodies), default=0) <= max_line_chars:
-        prefixes = _line_prefixes(first_line, len(bodies))
         return "\n".join(map(operator.add, prefixes, bodies)), 0
     out: list[str] = []
     cut = 0
-    for index, line in enumerate(lines):
-        body = line.rstrip("\r\n")
+    for index, body in enumerate(bodies):
         length = full_lengths.get(index, len(body)) if full_lengths else len(body)
         if length > max_line_chars:
             cut += 1
@@ -41,7 +40,7 @@ def number_lines(
                 body[:max_line_chars]
                 + f" [... line truncated: {length - max_line_chars} more characters]"
             )
-        out.append(f"{first_line + index:>{NUMBER_WIDTH}}\t{body}")
+        out.append(prefixes[index] + body)
     return "\n".join(out), cut
 
 
@@ -64,7 +63,7 @@ def snippet(text: str, first: int, last: int, first_line: int, context: int = 3)
     ``first_line``) to the line holding position ``last``, with ``context`` lines
     around; only those lines are split, however long the text."""
     start = line_start(text, first)
-    end = next_line_start(text, last) if last < len(text) else len(text)
+    end = next_line_start(text, last)
     before = lines_before(text, start, context)
     lines = [*before, *split_lines(text[start:end]), *lines_from(text, end, context)]
     body, _ = number_lines(lines, first_line - len(before), 2000)

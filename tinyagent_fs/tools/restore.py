@@ -186,7 +186,7 @@ def commit_payload(changeset: ChangeSet, with_old_bytes: bool = False) -> list[d
             change["expected_bytes"] = c.old_bytes
             change["dest_expected_bytes"] = c.dest_old_bytes
         elif c.new_bytes is not None:
-            change["new_hash"] = content_hash(c.new_bytes)
+            change["new_hash"] = c.new_hash
         payload.append(change)
     return payload
 
