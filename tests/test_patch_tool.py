@@ -76,3 +76,21 @@ async def test_patch_is_reviewed_as_one_diff_and_undone_as_one(tmp_path: Path, a
     assert (tmp_path / "a.txt").read_text() == "one\n"
     assert (tmp_path / "b.txt").read_text() == "two\n"
     await fs.close()
+
+
+async def test_a_form_feed_ending_the_patch_or_the_file_stays_in_its_line(
+    tmp_path: Path, audit
+) -> None:
+    """str.splitlines also splits at a form feed: a patch or a file ending in one
+    keeps it in its last line, as split_lines does."""
+    (tmp_path / "a.txt").write_bytes(b"x\n")
+    (tmp_path / "b.txt").write_bytes(b"a\nb\x0c")
+    fs = FileTools(tmp_path, hooks=[AutoApprovePolicy()], audit=audit)
+    result = await fs.apply_patch("--- a/a.txt\n+++ b/a.txt\n@@ -1 +1,2 @@\n x\n+y\x0c")
+    assert result.ok, result.text
+    assert (tmp_path / "a.txt").read_bytes() == b"x\ny\x0c\n"
+    result = await fs.apply_patch("--- a/b.txt\n+++ b/b.txt\n@@ -1,2 +1,2 @@\n-a\n+c\n b")
+    assert result.ok, result.text
+    assert "matched ignoring trailing whitespace" in result.text
+    assert (tmp_path / "b.txt").read_bytes() == b"c\nb\x0c"
+    await fs.close()

@@ -15,6 +15,7 @@ from tinyagent_fs.text import (
     decode_text,
     detect_binary_type,
     encode_text,
+    line_contents,
     line_count,
     split_lines,
     utf8_text_start,
@@ -356,3 +357,12 @@ def test_control_characters_throughout_still_make_a_legacy_file_binary() -> None
     with pytest.raises(ToolError) as caught:
         decode_text(data)
     assert caught.value.code is ErrorCode.NOT_TEXT
+
+
+@pytest.mark.parametrize(
+    "text", ["", "a", "a\n", "y\x0c", "\x0c", "a\x0cb\n", "x\r\ny\rz\x85", "a\u2028b", "a\n\x0c"]
+)
+def test_line_contents_are_split_lines_without_endings(text: str) -> None:
+    expected = [line.rstrip("\r\n") for line in split_lines(text)]
+    assert line_contents(text) == expected
+    assert line_contents(text, split_lines(text)) == expected

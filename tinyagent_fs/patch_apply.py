@@ -21,7 +21,7 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.match_hints import describe_regions, list_lines, nearest_regions
 from tinyagent_fs.matching import MAX_CANDIDATES, TOLERANCE_NOTES
 from tinyagent_fs.patch_model import FilePatch, Hunk
-from tinyagent_fs.text import split_lines
+from tinyagent_fs.text import line_contents, split_lines
 from tinyagent_fs.tolerance import (
     LINE_STAGES,
     IndentShift,
@@ -102,10 +102,7 @@ class _LineSearch:
     @functools.cached_property
     def contents(self) -> list[str]:
         """Each line without its ending."""
-        plain = self.text.splitlines()
-        if len(plain) == len(self.lines):  # no separators but \n, \r\n and \r
-            return plain
-        return [line_content(line) for line in self.lines]
+        return line_contents(self.text, self.lines)
 
     def fits_at(self, needle: list[str], start: int) -> bool:
         """Whether the file's lines from ``start`` are exactly ``needle``."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.patch_model import CODEX_FORMAT, FilePatch, Hunk, HunkLine, PatchLine, malformed
 from tinyagent_fs.patch_unified import parse_unified
-from tinyagent_fs.text import line_count, split_lines
+from tinyagent_fs.text import line_contents, line_count
 
 _HEREDOC = re.compile(r"^\s*\S.*?<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1\s*$")
 _FILE_HEADER = re.compile(r"^\*\*\* (Add|Delete|Update) File:(.*)$")
@@ -38,12 +38,8 @@ class ParsedPatch:
 
 def parse_patch(patch: str) -> ParsedPatch:
     """Parse either format; INVALID_ARGUMENT with the patch line number otherwise."""
-    plain = patch.splitlines()
-    count = line_count(patch)
-    if len(plain) != count:  # separators split_lines does not split on
-        plain = [line.rstrip("\r\n") for line in split_lines(patch)]
-    lines = _unwrap_heredoc(list(enumerate(plain, 1)))
-    crlf = _crlf_lines(patch, count)
+    lines = _unwrap_heredoc(list(enumerate(line_contents(patch), 1)))
+    crlf = _crlf_lines(patch, line_count(patch))
     first = _first_content(lines)
     if first is None:
         raise ToolError(

@@ -329,6 +329,23 @@ def split_lines(text: str) -> list[str]:
     return _LINE.findall(text)
 
 
+def line_contents(text: str, lines: list[str] | None = None) -> list[str]:
+    """Each line of ``split_lines(text)`` without its ending (``lines``: that split,
+    when the caller has it already).
+
+    ``str.splitlines`` gives the same when it finds as many lines and the text does
+    not end in a separator only it knows (``"y\\x0c"`` would lose its form feed)."""
+    plain = text.splitlines()
+    count = line_count(text) if lines is None else len(lines)
+    if len(plain) == count and (not text or text[-1] not in _SPLITLINES_ONLY):
+        return plain
+    return [line.rstrip("\r\n") for line in (split_lines(text) if lines is None else lines)]
+
+
+_SPLITLINES_ONLY = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+"""Line separators of ``str.splitlines`` that ``split_lines`` keeps inside a line."""
+
+
 def line_count(text: str) -> int:
     """Number of lines ``split_lines`` would return, without building them."""
     breaks = text.count("\n")
