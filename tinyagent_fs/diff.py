@@ -22,8 +22,8 @@ import difflib
 from bisect import bisect_left
 from collections.abc import Callable, Sequence
 
-from .line_window import lines_before, lines_from, starts_line
-from .text import split_lines
+from .line_window import line_start, lines_before, lines_from, next_line_start, starts_line
+from .text import count_breaks, split_lines
 
 Opcode = tuple[str, int, int, int, int]
 LineSlice = Callable[[int, int], Sequence[str]]
@@ -95,7 +95,7 @@ def text_hunks(old: str, new: str, context: int = 3) -> list[str]:
     shared_end = _common_suffix(old, new, min(len(old), len(new)) - cut)
     old_end = _line_start_at_or_after(old, new, len(old) - shared_end)
     new_end = old_end + len(new) - len(old)
-    before = _count_lines(old, cut)
+    before = count_breaks(old, 0, cut)
     head = lines_before(old, cut, context)
     tail = lines_from(old, old_end, context)
     old_middle = split_lines(old[cut:old_end])
@@ -180,7 +180,7 @@ def _line_start_at_or_before(old: str, new: str, position: int) -> int:
     """The last position <= ``position`` (within the common prefix) where a line
     starts in both texts: everything before it is whole lines they share."""
     while position and not (starts_line(old, position) and starts_line(new, position)):
-        position = max(old.rfind("\n", 0, position - 1), old.rfind("\r", 0, position - 1)) + 1
+        position = line_start(old, position - 1)
     return position
 
 
@@ -191,19 +191,8 @@ def _line_start_at_or_after(old: str, new: str, position: int) -> int:
     while position < len(old):
         if starts_line(old, position) and starts_line(new, position + shift):
             return position
-        following = [i for i in (old.find("\n", position), old.find("\r", position)) if i >= 0]
-        if not following:
-            break
-        position = min(following) + 1
+        position = next_line_start(old, position)
     return len(old)
-
-
-def _count_lines(text: str, end: int) -> int:
-    """Lines of ``split_lines(text[:end])``, where ``end`` starts a line."""
-    count = text.count("\n", 0, end)
-    if text.find("\r", 0, end) >= 0:
-        count += text.count("\r", 0, end) - text.count("\r\n", 0, end)
-    return count
 
 
 def opcodes(old: Sequence[str], new: Sequence[str]) -> list[Opcode]:

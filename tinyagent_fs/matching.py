@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.match_hints import list_lines, no_match_error
-from tinyagent_fs.text import split_lines
+from tinyagent_fs.text import count_breaks, split_lines
 from tinyagent_fs.tolerance import (
     ELLIPSIS,
     TYPOGRAPHY,
@@ -157,24 +157,10 @@ def line_numbers(text: str, positions: Sequence[int], known: tuple[int, int] = (
     out: list[int] = []
     previous, line = known
     for position in positions:
-        line += _breaks(text, previous, position)
+        line += count_breaks(text, previous, position)
         out.append(line)
         previous = position
     return out
-
-
-def _breaks(text: str, start: int, end: int) -> int:
-    """Line breaks completed in [start, end); a CRLF cut by ``end`` is not complete yet."""
-    if end <= start:
-        return 0
-    count = text.count("\n", start, end)
-    if text.find("\r", start, end) < 0:  # memchr: much cheaper than counting
-        return count
-    returns = text.count("\r", start, end)
-    count += returns - text.count("\r\n", start, end)
-    if text[end - 1] == "\r" and text[end : end + 1] == "\n":
-        count -= 1
-    return count
 
 
 def _stage_pattern(needle: str, stage: int) -> str:

@@ -3,8 +3,8 @@
 Hunks are matched line by line against the file as it is (content decides; a
 unified diff's line numbers only break ties), with the same tolerance ladder as
 edits and the same rule: a tolerant stage counts only if exactly one place fits.
-Everything outside the hunks is copied as slices of the original text, and
-context lines keep the file's own bytes, so line endings, trailing whitespace
+Everything outside the hunks is copied as the file's own lines, and context
+lines keep the file's own bytes, so line endings, trailing whitespace
 and the final-newline state survive exactly. Added lines take the file's newline
 and, under an indentation tolerance, the file's indentation.
 """
@@ -269,7 +269,7 @@ def _assemble(
     newline: str,
     alignment: _Alignment,
 ) -> str:
-    """Untouched stretches as slices of ``text``; hunks as context lines from the file
+    """Untouched stretches as the file's ``lines``; hunks as context lines from the file
     and added lines with the ending of the lines they replace (``_AddedLineEndings``).
     ``alignment`` is told, run by run of lines of one kind, what became of them.
 

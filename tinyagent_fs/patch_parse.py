@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.matching import line_numbers
 from tinyagent_fs.patch_model import CODEX_FORMAT, FilePatch, Hunk, HunkLine, PatchLine, malformed
 from tinyagent_fs.patch_unified import parse_unified
 from tinyagent_fs.text import line_contents, line_count
@@ -75,22 +76,9 @@ def _crlf_lines(patch: str, line_count: int) -> frozenset[int]:
     """Numbers of the lines ending in CRLF, when the patch mixes endings (as ``git diff``
     of a CRLF file does: LF headers, CRLF content). A patch that is CRLF throughout was
     converted in transport (an editor, a clipboard), so it states no endings."""
-    numbers: list[int] = []
-    line, searched = 1, 0
-    for found in _CRLF.finditer(patch):
-        start = found.start()
-        line += _breaks(patch, searched, start)
-        numbers.append(line)
-        line, searched = line + 1, start + 2
+    numbers = line_numbers(patch, [found.start() for found in _CRLF.finditer(patch)])
     broken = line_count - (1 if patch and patch[-1] not in "\r\n" else 0)
     return frozenset(numbers) if len(numbers) < broken else frozenset()
-
-
-def _breaks(text: str, start: int, end: int) -> int:
-    """Line breaks (\\n, \\r\\n, \\r) in ``text[start:end]``."""
-    return (
-        text.count("\n", start, end) + text.count("\r", start, end) - text.count("\r\n", start, end)
-    )
 
 
 def _unwrap_heredoc(lines: list[PatchLine]) -> list[PatchLine]:

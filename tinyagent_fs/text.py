@@ -151,24 +151,10 @@ _ASCII_STABLE = frozenset(
 """Multi-byte codecs in which every ASCII byte on its own is that ASCII character."""
 
 
-def _byte_for_byte(encoding: str) -> bool:
-    """Whether ``encoding`` decodes each byte on its own to one character no other byte
-    decodes to, and encodes that character back to that byte: then any bytes it
-    decodes strictly encode back to exactly themselves."""
-    chars: dict[str, int] = {}
-    for byte in range(256):
-        try:
-            char = bytes([byte]).decode(encoding)
-        except UnicodeDecodeError:
-            continue
-        if len(char) != 1 or char in chars or char.encode(encoding) != bytes([byte]):
-            return False
-        chars[char] = byte
-    return True
-
-
-_BYTE_FOR_BYTE = frozenset(name for name in ("cp1252",) if _byte_for_byte(name))
-"""The Western code page files are read in most, when it round-trips by construction."""
+_BYTE_FOR_BYTE = frozenset({"cp1252"})
+"""Code pages whose strict decode always encodes back to the same bytes: each byte
+decodes on its own to one character no other byte gives (the test suite checks
+every byte), so the re-encode check can be skipped."""
 
 
 @dataclass(frozen=True)
@@ -344,6 +330,21 @@ def line_contents(text: str, lines: list[str] | None = None) -> list[str]:
 
 _SPLITLINES_ONLY = "\v\f\x1c\x1d\x1e\x85\u2028\u2029"
 """Line separators of ``str.splitlines`` that ``split_lines`` keeps inside a line."""
+
+
+def count_breaks(text: str, start: int, end: int) -> int:
+    """Line breaks (\\n, \\r\\n, \\r) completed in [start, end); a CRLF cut by
+    ``end`` is not complete yet."""
+    if end <= start:
+        return 0
+    count = text.count("\n", start, end)
+    if text.find("\r", start, end) < 0:  # memchr: much cheaper than counting
+        return count
+    returns = text.count("\r", start, end)
+    count += returns - text.count("\r\n", start, end)
+    if text[end - 1] == "\r" and text[end : end + 1] == "\n":
+        count -= 1
+    return count
 
 
 def line_count(text: str) -> int:
