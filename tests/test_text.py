@@ -15,6 +15,7 @@ from tinyagent_fs.text import (
     decode_text,
     detect_binary_type,
     encode_text,
+    encoded_view,
     line_contents,
     line_count,
     split_lines,
@@ -366,3 +367,53 @@ def test_line_contents_are_split_lines_without_endings(text: str) -> None:
     expected = [line.rstrip("\r\n") for line in split_lines(text)]
     assert line_contents(text) == expected
     assert line_contents(text, split_lines(text)) == expected
+
+
+VIEW_PIECES = st.sampled_from(
+    ["a", "é", "\n", "\r", "\r\n", "\x00", "\ufeff", "%PDF-1.7\n", "\x7fELF", "PK\x03\x04", "\x0c"]
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pieces=st.lists(VIEW_PIECES | st.text(max_size=5), max_size=12),
+    bom=st.booleans(),
+)
+def test_encoded_view_is_what_decoding_the_written_bytes_gives(
+    pieces: list[str], bom: bool
+) -> None:
+    text = "".join(pieces)
+    like = DecodedText("", "utf-8", codecs.BOM_UTF8 if bom else b"", "\n")
+    try:
+        data = encode_text(text, like)
+    except ToolError:  # a lone surrogate: nothing is written, nothing to view
+        return
+    view = encoded_view(text, data, like, line_count(text))
+    if view is None:
+        return
+    assert view == decode_text(data)
+    assert view.lines == len(split_lines(decode_text(data).text))
+
+
+@pytest.mark.parametrize(
+    ("text", "bom", "expected"),
+    [
+        ("plain\ntext\n", b"", True),
+        ("plain\ntext\n", codecs.BOM_UTF8, True),
+        ("\ufeffstarts with a mark\n", b"", False),  # the bytes now start with a BOM
+        ("nul\x00inside\n", b"", False),  # sniffed as binary, or as UTF-16
+        ("%PDF-1.7\n", b"", False),  # a signature
+        ("crlf\r\ntext\r\n", b"", False),  # its dominant ending would take counting
+    ],
+)
+def test_encoded_view_is_given_only_where_it_is_certain(
+    text: str, bom: bytes, expected: bool
+) -> None:
+    like = DecodedText("", "utf-8", bom, "\n")
+    view = encoded_view(text, encode_text(text, like), like, None)
+    assert (view is not None) is expected
+
+
+def test_encoded_view_is_none_for_other_encodings() -> None:
+    like = DecodedText("", "cp1252", b"", "\n")
+    assert encoded_view("plain\n", b"plain\n", like, 1) is None

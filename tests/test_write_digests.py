@@ -15,9 +15,12 @@ import pytest
 from tinyagent_fs import FileTools
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.digest import MEMO_FROM_BYTES
+from tinyagent_fs.hooks import Decision, ToolCall
 from tinyagent_fs.journal import ENTRY_NAME
+from tinyagent_fs.text import DecodedText, line_count
+from tinyagent_fs.tools import write_tools
 
-from .conftest import audit_events
+from .conftest import audit_events, make_provider
 
 LINES = MEMO_FROM_BYTES // 15 + 1
 
@@ -127,3 +130,91 @@ async def test_an_edit_planned_on_the_last_view_of_a_file_changed_since_is_a_con
         assert not refused.ok and refused.error is not None
         assert refused.error.code == "CONFLICT", refused.text
     assert (project / "big.txt").read_text() == changed
+
+
+@pytest.fixture
+def decoded_sizes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The size of every content the write tools decode from now on (the real
+    decoder still decodes)."""
+    decoded: list[int] = []
+    real = write_tools.decode_text
+
+    def counted(data: bytes, name: str = "") -> DecodedText:
+        decoded.append(len(data))
+        return real(data, name)
+
+    monkeypatch.setattr(write_tools, "decode_text", counted)
+    return decoded
+
+
+async def test_a_change_of_the_content_the_toolkit_last_wrote_or_read_decodes_nothing(
+    fs: FileTools, project: Path, decoded_sizes: list[int]
+) -> None:
+    first, second = versions()
+    (project / "big.txt").write_text(first)
+    assert (await fs.read_file("big.txt", limit=5)).ok
+    steps = [
+        fs.write_file("big.txt", second),
+        fs.edit_file("big.txt", "line 000000007\n", "line seven\n"),
+        fs.multi_edit("big.txt", [{"old_string": "line seven\n", "new_string": "7\n8\n"}]),
+        fs.write_file("big.txt", first),
+    ]
+    for step in steps:
+        done = await step
+        assert done.ok, done.text
+    assert decoded_sizes == []
+    assert (await fs.undo()).ok  # the journal kept the bytes behind each view
+    assert (project / "big.txt").read_text() == second.replace("line 000000007\n", "7\n8\n")
+
+
+async def test_line_counts_carried_from_write_to_write_match_the_file(
+    fs: FileTools, project: Path
+) -> None:
+    first, _ = versions()
+    contents = [first, first + "tail\n", first[: len(first) // 2], "# C\n" + first[4:] + "x"]
+    for content in contents:
+        written = await fs.write_file("big.txt", content)
+        assert written.ok, written.text
+        assert written.data["lines"] == line_count(content), written.text
+        assert f"{line_count(content)} lines" in written.text
+    edited = await fs.edit_file("big.txt", "line 000000003\n", "three\nlines\nnow\n")
+    assert edited.ok, edited.text
+    content = (project / "big.txt").read_text()
+    assert content.endswith("x") and "three\nlines\nnow\n" in content
+    written = await fs.write_file("big.txt", content + "\none more\n")
+    assert written.data["lines"] == line_count(content) + 1
+
+
+class RewritesContent:
+    """A reviewer who replaces the content of every write with its own."""
+
+    def __init__(self, replacement: str) -> None:
+        self.replacement = replacement
+
+    def before_tool_execution(self, call: ToolCall) -> Decision:
+        return Decision.modify(content={"big.txt": self.replacement}, decided_by="reviewer")
+
+
+async def test_content_a_reviewer_replaced_is_counted_and_decoded_afresh(
+    project: Path, audit: AuditLog, provider_name: str, decoded_sizes: list[int]
+) -> None:
+    first, second = versions()
+    replacement = "# R\n" + second[4:]  # the size of the planned content
+    tools = FileTools(
+        project,
+        provider=make_provider(provider_name, project),
+        hooks=[RewritesContent(replacement)],
+        audit=audit,
+    )
+    try:
+        written = await tools.write_file("big.txt", second)
+        assert written.ok, written.text
+        assert written.data["lines"] == line_count(replacement)
+        assert (project / "big.txt").read_text() == replacement
+        decoded_sizes.clear()
+        again = await tools.write_file("big.txt", first)
+        assert again.ok, again.text
+        assert decoded_sizes == [len(replacement.encode())]  # not a view of `second`
+        assert (project / "big.txt").read_text() == replacement
+    finally:
+        await tools.close()

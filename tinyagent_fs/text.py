@@ -14,7 +14,7 @@ import codecs
 import re
 import unicodedata
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import charset_normalizer
 
@@ -162,13 +162,16 @@ class DecodedText:
     """A file's text plus everything needed to write it back unchanged.
 
     ``newline`` is the dominant line ending, for new lines an edit inserts; the
-    text itself keeps every original ending.
+    text itself keeps every original ending. ``lines``: how many lines
+    ``split_lines`` gives, when already known (counting a large text costs a
+    pass over it).
     """
 
     text: str
     encoding: str
     bom: bytes
     newline: str
+    lines: int | None = field(default=None, compare=False)
 
 
 UTF8_LF = DecodedText("", "utf-8", b"", "\n")
@@ -213,6 +216,21 @@ def decode_text(data: bytes, name: str = "") -> DecodedText:
     if legacy is None:
         raise _not_text(label, "binary data (not UTF-8 and no known text encoding fits)")
     return _decoded(legacy[0], legacy[1], b"")
+
+
+def encoded_view(
+    text: str, data: bytes, like: DecodedText, lines: int | None
+) -> DecodedText | None:
+    """What ``decode_text(data)`` returns for the bytes ``encode_text(text, like)`` just
+    made, told without decoding them; None where that is not cheap to tell: any
+    encoding but UTF-8, a start that sniffs as binary or as a byte order mark
+    ``like`` did not write, or a CR in the text (its dominant line ending would
+    take counting). ``lines``: the text's line count, when known."""
+    if like.encoding != "utf-8" or "\r" in text:
+        return None
+    if utf8_text_start(data[:SNIFF_BYTES]) != len(like.bom):
+        return None
+    return DecodedText(text, "utf-8", like.bom, "\n", lines)
 
 
 def utf8_text_start(head: bytes) -> int | None:

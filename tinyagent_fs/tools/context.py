@@ -34,14 +34,22 @@ class ReadState:
     """
 
     seen: dict[Path, str] = field(default_factory=dict)
-    latest: tuple[Path, bytes, str] | None = None
-    """The last content remembered, with its path and digest: a change usually reads back the
-    file the model just read or the toolkit just wrote, and comparing those bytes
-    costs far less than hashing them (see ``recognise``). One only, so that the
-    memory held stays one file's worth."""
+    latest: tuple[Path, bytes, str, DecodedText | None] | None = None
+    """The last content remembered, with its path, digest and decoding when known: a
+    change usually reads back the file the model just read or the toolkit just
+    wrote, and comparing those bytes costs far less than hashing them (see
+    ``recognise``), as taking that decoding costs less than decoding them again.
+    One only, so that the memory held stays one file's worth."""
 
-    def remember(self, path: Path, data: bytes | None, digest: str | None = None) -> None:
-        """``digest``: ``content_hash(data)``, when the caller has it already."""
+    def remember(
+        self,
+        path: Path,
+        data: bytes | None,
+        digest: str | None = None,
+        decoded: DecodedText | None = None,
+    ) -> None:
+        """``digest``: ``content_hash(data)``, when the caller has it already;
+        ``decoded``: ``decode_text(data)``, when the caller has it."""
         if data is None:
             self.seen.pop(path, None)
             if self.latest is not None and self.latest[0] == path:
@@ -49,7 +57,7 @@ class ReadState:
         else:
             digest = digest if digest is not None else content_hash(data)
             self.seen[path] = digest
-            self.latest = (path, data, digest)
+            self.latest = (path, data, digest, decoded)
 
     def last_seen(self, path: Path) -> bytes | None:
         """The bytes the model last saw in ``path`` (read whole, or written by the
@@ -58,6 +66,14 @@ class ReadState:
         if latest is None or latest[0] != path:
             return None
         return latest[1] if self.seen.get(path) == latest[2] else None
+
+    def decoded(self, path: Path, data: bytes) -> DecodedText | None:
+        """``decode_text(data)`` if it is known: ``data`` is the content last remembered
+        for ``path``, with its decoding."""
+        latest = self.latest
+        if latest is None or latest[0] != path or latest[1] is not data:
+            return None
+        return latest[3]
 
     def recognise(self, path: Path, data: bytes | None) -> None:
         """``data`` was just read from ``path``: if it equals the content last

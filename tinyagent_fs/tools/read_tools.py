@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -68,8 +68,8 @@ def _whole_file_window(
     ctx: ToolContext, path: Path, data: bytes, offset: int, limit: int, tail: int | None
 ) -> _Window:
     decoded = decode_text(data, ctx.relative(path))
-    ctx.read_state.remember(path, data)
     lines = split_lines(decoded.text)
+    ctx.read_state.remember(path, data, decoded=replace(decoded, lines=len(lines)))
     first = offset if tail is None else max(0, len(lines) - tail)
     return _Window(
         lines=lines[first : first + limit],

@@ -7,7 +7,7 @@ returns a Plan. Review, commit, journal and audit are the pipeline's job.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +16,7 @@ from ..digest import hash_ahead
 from ..edit import EditResult, apply_edit, apply_edits
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
-from ..text import UTF8_LF, DecodedText, decode_text, encode_text, line_count
+from ..text import UTF8_LF, DecodedText, decode_text, encode_text, encoded_view, line_count
 from .context import ToolContext
 from .format import short_diff, snippet
 from .plan import Plan
@@ -41,7 +41,8 @@ async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedT
     if seen is not None:
         info = await ctx.stat(path)
         if info is not None and info["type"] == "file" and info["size"] == len(seen):
-            return seen, _decoded(ctx, path, seen), True
+            known = ctx.read_state.decoded(path, seen)
+            return seen, known or _decoded(ctx, path, seen), True
     try:
         old = await ctx.read_existing(path)
     except ToolError as error:
@@ -88,6 +89,32 @@ def _with_file_newlines(text: str, like: DecodedText) -> str:
     return text
 
 
+def _known_lines(change: FileChange, old: DecodedText | None) -> int | None:
+    """The new text's line count, when the old text's is known: moved by the diff
+    (which review computes anyway) instead of counted."""
+    if old is None or old.lines is None:
+        return None
+    added, removed = change.line_counts()
+    return old.lines + added - removed
+
+
+def _remembering(
+    ctx: ToolContext, path: Path, new: bytes, view: DecodedText | None
+) -> Callable[[ChangeSet], None] | None:
+    """After the commit, the read state keeps ``view``, the decoding of the planned
+    ``new`` bytes, unless review replaced them: the next change of the file then
+    needs no decoding."""
+    if view is None:
+        return None
+
+    def remember(final: ChangeSet) -> None:
+        for change in final.changes:
+            if change.path == path and change.new_bytes is new:
+                ctx.read_state.remember(path, new, change.new_hash, view)
+
+    return remember
+
+
 async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     path = ctx.resolve(args["path"], for_write=True)
     shown = ctx.relative(path)
@@ -112,6 +139,8 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     change = FileChange(
         kind, path, old, new, old_text=decoded.text if decoded else None, new_text=text
     )
+    known_lines = _known_lines(change, decoded)
+    lines = known_lines if known_lines is not None else line_count(text)
     parents = [
         FileChange(ChangeKind.MKDIR, d, None, None)
         for d in await ctx.missing_directories(path.parent)
@@ -121,23 +150,24 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
         done = final.changes[-1]
         size = len(done.new_bytes or b"")
-        lines = line_count(done.new_text or "")
+        total = lines if done.new_bytes is new else line_count(done.new_text or "")
         verb = "Created" if done.kind is ChangeKind.CREATE else "Overwrote"
         added, removed = done.line_counts()
         return ToolResult.success(
-            f"{verb} {shown} ({size} bytes, {lines} lines)",
+            f"{verb} {shown} ({size} bytes, {total} lines)",
             {
                 "path": shown,
                 "created": done.kind is ChangeKind.CREATE,
                 "bytes": size,
-                "lines": lines,
+                "lines": total,
                 "lines_added": added,
                 "lines_removed": removed,
                 "encoding": like.encoding,
             },
         )
 
-    return Plan(changeset, render, {path: like})
+    view = encoded_view(text, new, like, lines)
+    return Plan(changeset, render, {path: like}, _remembering(ctx, path, new, view))
 
 
 async def plan_edit_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
@@ -211,6 +241,7 @@ def _edit_plan(
         ChangeKind.MODIFY, path, old, new, old_text=decoded.text, new_text=result.text
     )
     changeset = ChangeSet(tool, (change,), ctx.root, summary=f"edit {shown}")
+    view = encoded_view(result.text, new, decoded, _known_lines(change, decoded))
 
     def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
         done = final.changes[0]
@@ -242,7 +273,7 @@ def _edit_plan(
             },
         )
 
-    return Plan(changeset, render, {path: decoded})
+    return Plan(changeset, render, {path: decoded}, _remembering(ctx, path, new, view))
 
 
 FILE = string("File path relative to the project root.", minLength=1)
