@@ -218,3 +218,18 @@ async def test_content_a_reviewer_replaced_is_counted_and_decoded_afresh(
         assert (project / "big.txt").read_text() == replacement
     finally:
         await tools.close()
+
+
+async def test_a_write_into_an_existing_folder_looks_at_it_once(
+    fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (project / "pkg" / "sub").mkdir(parents=True)
+    ops = count_calls(fs, monkeypatch)
+    written = await fs.write_file("pkg/sub/new.txt", "hello\n")
+    assert written.ok, written.text
+    assert ops == ["stat_path", "read_bytes", "commit_changes"]
+    created = await fs.write_file("pkg/other/deeper/new.txt", "hi\n", create_dirs=True)
+    assert created.ok, created.text
+    assert (project / "pkg/other/deeper/new.txt").read_text() == "hi\n"
+    assert (await fs.undo()).ok
+    assert not (project / "pkg" / "other").exists()

@@ -141,10 +141,8 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     )
     known_lines = _known_lines(change, decoded)
     lines = known_lines if known_lines is not None else line_count(text)
-    parents = [
-        FileChange(ChangeKind.MKDIR, d, None, None)
-        for d in await ctx.missing_directories(path.parent)
-    ]
+    missing = [] if parent is not None else await ctx.missing_directories(path.parent)
+    parents = [FileChange(ChangeKind.MKDIR, d, None, None) for d in missing]
     changeset = ChangeSet("write_file", (*parents, change), ctx.root, summary=f"write {shown}")
 
     def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
