@@ -25,6 +25,26 @@ async def test_write_file_without_create_dirs_refuses_missing_parent(fs: FileToo
     assert "create_dirs=true" in result.error.hint
 
 
+async def test_write_file_under_a_file_names_that_file_and_writes_nothing(
+    fs: FileTools, project: Path
+) -> None:
+    (project / "notes.txt").write_text("keep\n")
+    before = sorted(os.listdir(project))
+    cases = [
+        ("notes.txt/a.txt", True, "NOT_A_DIRECTORY"),
+        ("notes.txt/a.txt", False, "NOT_A_DIRECTORY"),
+        ("notes.txt/deeper/a.txt", True, "NOT_A_DIRECTORY"),
+        ("notes.txt/deeper/a.txt", False, "NOT_FOUND"),  # its folder is not there to make
+    ]
+    for target, create_dirs, code in cases:
+        result = await fs.write_file(target, "x", create_dirs=create_dirs)
+        assert not result.ok and result.error is not None
+        assert result.error.code == code, result.text
+        assert "notes.txt" in result.error.message
+    assert (project / "notes.txt").read_text() == "keep\n"
+    assert sorted(os.listdir(project)) == before
+
+
 async def test_write_file_overwrites_and_keeps_mode(fs: FileTools, project: Path) -> None:
     target = project / "run.sh"
     target.write_text("echo old\n")

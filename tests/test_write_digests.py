@@ -220,14 +220,19 @@ async def test_content_a_reviewer_replaced_is_counted_and_decoded_afresh(
         await tools.close()
 
 
-async def test_a_write_into_an_existing_folder_looks_at_it_once(
+async def test_a_write_looks_at_its_folder_once_and_only_for_a_new_file(
     fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (project / "pkg" / "sub").mkdir(parents=True)
     ops = count_calls(fs, monkeypatch)
     written = await fs.write_file("pkg/sub/new.txt", "hello\n")
     assert written.ok, written.text
-    assert ops == ["stat_path", "read_bytes", "commit_changes"]
+    assert ops == ["read_bytes", "stat_path", "commit_changes"]
+    (project / "pkg" / "old.txt").write_text("old\n")
+    ops.clear()
+    overwritten = await fs.write_file("pkg/old.txt", "new\n")  # a file there: no folder look
+    assert overwritten.ok, overwritten.text
+    assert ops == ["read_bytes", "commit_changes"]
     created = await fs.write_file("pkg/other/deeper/new.txt", "hi\n", create_dirs=True)
     assert created.ok, created.text
     assert (project / "pkg/other/deeper/new.txt").read_text() == "hi\n"

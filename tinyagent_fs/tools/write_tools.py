@@ -115,21 +115,34 @@ def _remembering(
     return remember
 
 
-async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
-    path = ctx.resolve(args["path"], for_write=True)
-    shown = ctx.relative(path)
+async def _missing_folders(ctx: ToolContext, path: Path, create_dirs: bool) -> list[Path]:
+    """The folders to create for a new file at ``path``; NOT_FOUND when there are
+    some and ``create_dirs`` is off, NOT_A_DIRECTORY when its parent is a file."""
     parent = await ctx.stat(path.parent)
-    if parent is None and not args["create_dirs"]:
+    if parent is None and not create_dirs:
         raise ToolError(
             ErrorCode.NOT_FOUND,
-            f"the directory of {shown} does not exist",
+            f"the directory of {ctx.relative(path)} does not exist",
             "call again with create_dirs=true",
         )
     if parent is not None and parent["type"] != "directory":
         raise ToolError(
             ErrorCode.NOT_A_DIRECTORY, f"{ctx.relative(path.parent)} is not a directory"
         )
-    old, decoded, last_view = await _current(ctx, path)
+    return [] if parent is not None else await ctx.missing_directories(path.parent)
+
+
+async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
+    path = ctx.resolve(args["path"], for_write=True)
+    shown = ctx.relative(path)
+    # The file first: one that exists needs no look at its folder (a round trip
+    # less to a sandboxed worker). Any error of the folder outranks the file's.
+    try:
+        old, decoded, last_view = await _current(ctx, path)
+    except ToolError:
+        await _missing_folders(ctx, path, args["create_dirs"])
+        raise
+    missing = [] if old is not None else await _missing_folders(ctx, path, args["create_dirs"])
     like = decoded or UTF8_LF
     async with _unless_changed(ctx, path, old, last_view):
         text = _with_file_newlines(args["content"], like) if decoded else args["content"]
@@ -141,7 +154,6 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     )
     known_lines = _known_lines(change, decoded)
     lines = known_lines if known_lines is not None else line_count(text)
-    missing = [] if parent is not None else await ctx.missing_directories(path.parent)
     parents = [FileChange(ChangeKind.MKDIR, d, None, None) for d in missing]
     changeset = ChangeSet("write_file", (*parents, change), ctx.root, summary=f"write {shown}")
 
