@@ -6,6 +6,9 @@ from __future__ import annotations
 import hashlib
 import os
 
+import pytest
+
+from tinyagent_fs import digest
 from tinyagent_fs.digest import (
     AHEAD_FROM_BYTES,
     MEMO_FROM_BYTES,
@@ -30,6 +33,26 @@ def test_a_digest_computed_ahead_is_the_sha256_of_those_bytes_only() -> None:
     assert content_hash(changed) == hashlib.sha256(changed).hexdigest()
     assert content_hash(equal) == content_hash(data)
     assert content_hash(changed) != content_hash(data)
+
+
+def test_a_digest_computed_ahead_has_started_when_hash_ahead_returns(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Started, not just queued: a thread queued behind running Python code would
+    start only when that code next blocks, too late to overlap it."""
+    entered: list[int] = []
+    real = digest._sha256
+
+    def recorded(data: bytes) -> str:
+        entered.append(len(data))
+        return real(data)
+
+    monkeypatch.setattr(digest, "_sha256", recorded)
+    for size in (AHEAD_FROM_BYTES, AHEAD_FROM_BYTES + 1, 3 * AHEAD_FROM_BYTES):
+        data = os.urandom(size)
+        hash_ahead(data)
+        assert entered[-1:] == [size]  # no blocking call in between: the thread got there
+        assert content_hash(data) == hashlib.sha256(data).hexdigest()
 
 
 def test_small_and_missing_contents() -> None:

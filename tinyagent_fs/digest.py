@@ -7,9 +7,9 @@ are remembered by object identity: bytes are immutable, and the memo holds a
 reference, so an identity it knows cannot be reused for other bytes.
 
 :func:`hash_ahead` starts such a digest on a background thread (hashlib releases
-the GIL while it hashes): a planner calls it as soon as it has the bytes, and the
-digest is ready by the time the check that needs it runs, decoding and editing
-having gone on meanwhile.
+the GIL while it hashes, and the caller waits until it has started): a planner
+calls it as soon as it has the bytes, and the digest is ready by the time the
+check that needs it runs, decoding and editing having gone on meanwhile.
 
 Two more ways spare a digest altogether. :func:`same_as`: bytes read back that
 equal bytes whose digest is known (a file just written or read by the toolkit)
@@ -32,6 +32,11 @@ MEMO_FROM_BYTES = 64 * 1024
 AHEAD_FROM_BYTES = 1 << 20
 """Below this, hashing costs less than handing it to another thread."""
 MEMO_ENTRIES = 4
+HASHERS = 2
+"""A plan may hash its old and its new content ahead: each starts at once."""
+START_WAIT_S = 0.02
+"""How long ``hash_ahead`` waits at most for its thread to start (a busy machine
+may be slower to run it; the digest is then simply waited for later)."""
 
 _recent: tuple[tuple[bytes, str | Future[str]], ...] = ()
 _encoded: tuple[tuple[str, bytes], ...] = ()
@@ -83,11 +88,23 @@ def text_hash(text: str) -> str:
 
 def hash_ahead(data: bytes | None) -> None:
     """Start the digest of large ``data`` in the background; :func:`content_hash`
-    waits for it."""
+    waits for it.
+
+    The caller waits until the hashing thread has started: a thread that has to
+    take the GIL from one running Python code would wait until that code next
+    blocks (measured: 0.5 ms, most of a 1 MB digest, often all of the planning it
+    was meant to overlap); once inside hashlib it runs without the GIL."""
     if data is None or type(data) is not bytes or len(data) < AHEAD_FROM_BYTES:
         return
     if _known(data) is None:
-        _remember(data, _background().submit(_sha256, data))
+        started = threading.Event()
+
+        def job() -> str:
+            started.set()
+            return _sha256(data)
+
+        _remember(data, _background().submit(job))
+        started.wait(START_WAIT_S)
 
 
 def _known(data: bytes) -> str | Future[str] | None:
@@ -110,5 +127,7 @@ def _background() -> ThreadPoolExecutor:
     global _hasher
     with _hasher_lock:
         if _hasher is None:
-            _hasher = ThreadPoolExecutor(max_workers=1, thread_name_prefix="tinyagent-fs-hash")
+            _hasher = ThreadPoolExecutor(
+                max_workers=HASHERS, thread_name_prefix="tinyagent-fs-hash"
+            )
         return _hasher
