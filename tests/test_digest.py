@@ -6,9 +6,6 @@ from __future__ import annotations
 import hashlib
 import os
 
-import pytest
-
-from tinyagent_fs import digest
 from tinyagent_fs.digest import (
     AHEAD_FROM_BYTES,
     MEMO_FROM_BYTES,
@@ -36,18 +33,11 @@ def test_a_digest_computed_ahead_is_the_sha256_of_those_bytes_only() -> None:
 
 
 def test_a_digest_computed_ahead_has_started_when_hash_ahead_returns(
-    monkeypatch: pytest.MonkeyPatch,
+    hashed_sizes: list[int],
 ) -> None:
     """Started, not just queued: a thread queued behind running Python code would
     start only when that code next blocks, too late to overlap it."""
-    entered: list[int] = []
-    real = digest._sha256
-
-    def recorded(data: bytes) -> str:
-        entered.append(len(data))
-        return real(data)
-
-    monkeypatch.setattr(digest, "_sha256", recorded)
+    entered = hashed_sizes
     for size in (AHEAD_FROM_BYTES, AHEAD_FROM_BYTES + 1, 3 * AHEAD_FROM_BYTES):
         data = os.urandom(size)
         hash_ahead(data)
