@@ -19,7 +19,7 @@ import pytest
 
 from tinyagent_fs import FileTools
 from tinyagent_fs.hooks import AutoApprovePolicy
-from tinyagent_fs.ops.fan_out import FAN_OUT_FROM
+from tinyagent_fs.ops import fan_out
 from tinyagent_fs.providers import LocalProvider
 
 CALLS = (
@@ -60,8 +60,9 @@ PATCH = """\
 *** End Patch
 """
 WIDE = {
-    f"wide/f{index:02}.txt": (f"line {index}\n".encode(), 0o644) for index in range(FAN_OUT_FROM)
+    f"wide{index % 8}/f{index:02}.txt": (f"line {index}\n".encode(), 0o644) for index in range(16)
 }
+"""Files in eight folders: enough for helper threads to take some (see fan_out)."""
 WIDE_PATCH = PATCH.replace(
     "*** End Patch\n",
     "".join(
@@ -128,8 +129,8 @@ class FailAt:
 
 def fill(root: Path, wide: bool) -> Path:
     root.mkdir()
-    (root / "wide").mkdir()
     for name, (data, mode) in {**BEFORE, **(WIDE if wide else {})}.items():
+        (root / name).parent.mkdir(exist_ok=True)
         (root / name).write_bytes(data)
         (root / name).chmod(mode)
     return root
@@ -146,6 +147,8 @@ async def apply_with(
     fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
     try:
         await fs.read_file("change.txt")  # plan and review happen unfaulted
+        if patch is WIDE_PATCH:  # every call counts as slow: helper threads always join
+            monkeypatch.setattr(fan_out, "SLOW_CALL", 0.0)
         if fault is not None:
             for name in CALLS:
                 monkeypatch.setattr(os, name, fault.wrap(name, getattr(os, name)))
@@ -174,7 +177,7 @@ async def test_a_wide_commit_writes_its_temp_files_from_several_threads(
     counter = FailAt(root, step=0, errno_=errno.ENOSPC)
     result = await apply_with(root, monkeypatch, counter, WIDE_PATCH)
     assert result.ok, result.text  # type: ignore[attr-defined]
-    assert state(root)["wide/f03.txt"][0] == b"changed wide/f03.txt\n"
+    assert state(root)["wide3/f11.txt"][0] == b"changed wide3/f11.txt\n"
     assert len(counter.threads) > 1
 
 

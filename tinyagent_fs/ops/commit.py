@@ -60,8 +60,11 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     applied: list[_Step] = []
     try:
         flush, folders = FileFlush(), _Folders(created_dirs)
-        staging = [_staging(step, change_id, folders) for step in steps]
-        run_each(lambda job: _write_staged(*job, flush), [job for job in staging if job])
+        by_folder: dict[str, list[tuple[_Step, str, int]]] = {}
+        for step in steps:
+            if job := _staging(step, change_id, folders):
+                by_folder.setdefault(os.path.dirname(job[1]), []).append(job)
+        run_each(lambda job: _write_staged(*job, flush), list(by_folder.values()))
         flush.flush()  # new contents durable before any rename
         for step in steps:
             _apply(step, change_id)
