@@ -18,16 +18,16 @@ from .spec import ToolSpec, schema, string
 
 
 async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
-    with paused_gc():
+    with paused_gc():  # resolving too: a collection in it would scan every hunk line
         parsed = parse_patch(args["patch"])
-    if not parsed.files:
-        raise ToolError(ErrorCode.INVALID_ARGUMENT, "the patch changes no files")
-    paths = {
-        raw: ctx.resolve(raw, for_write=True)
-        for section in parsed.files
-        for raw in (section.path, section.move_to)
-        if raw is not None
-    }
+        if not parsed.files:
+            raise ToolError(ErrorCode.INVALID_ARGUMENT, "the patch changes no files")
+        paths = {
+            raw: ctx.resolve(raw, for_write=True)
+            for section in parsed.files
+            for raw in (section.path, section.move_to)
+            if raw is not None
+        }
     current, formats = await _read_current(ctx, list(dict.fromkeys(paths.values())))
 
     def read_text(raw: str) -> tuple[str, str] | None:
