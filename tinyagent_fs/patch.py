@@ -116,7 +116,8 @@ def _in_file_encoding(fp: FilePatch, encoding: str | None) -> FilePatch:
 
 
 def _line_in(line: HunkLine, encoding: str) -> HunkLine:
-    return line._replace(text=_transcoded(line.text, encoding))
+    text = _transcoded(line.text, encoding)
+    return line if text is line.text else line._replace(text=text)
 
 
 def _transcoded(text: str, encoding: str) -> str:
