@@ -60,7 +60,7 @@ class PlannedFile:
     mode: int | None = None
     alignment: tuple[Opcode, ...] | None = None
     """How old and new lines correspond (see ``PatchedText``)."""
-    old_lines: list[str] | None = field(default=None, repr=False, compare=False)
+    old_lines: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
     """``old_text`` split into lines, as applying the patch split it."""
 
 
