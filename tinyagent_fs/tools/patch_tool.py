@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,9 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     new_dirs = await _missing_folders(
         ctx, [paths[item.dest if item.dest is not None else item.path] for item in planned]
     )
+    kept_modes = await _modes(
+        ctx, [paths[item.path] for item in planned if item.kind == "move" and item.mode is None]
+    )
     changes: list[FileChange] = []
     notes: list[str] = []
     for item in planned:
@@ -60,8 +64,7 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         old = current[source]
         mode = item.mode
         if mode is None and item.kind == "move":  # a renamed file keeps its mode
-            info = await ctx.stat(source)
-            mode = info["mode"] if info is not None else None
+            mode = kept_modes.get(source)
         common = {
             "old_text": item.old_text,
             "new_text": item.new_text,
@@ -152,6 +155,13 @@ async def _read_current(
         if data is not None:
             formats[path] = decode_text(data, ctx.relative(path))
     return current, formats
+
+
+async def _modes(ctx: ToolContext, paths: list[Path]) -> dict[Path, int]:
+    """The permission bits of each path that exists, asked for all at once (a sandbox
+    worker gets the requests back to back: one round trip, not one per file)."""
+    found = await asyncio.gather(*(ctx.stat(path) for path in paths))
+    return {path: info["mode"] for path, info in zip(paths, found, strict=True) if info}
 
 
 async def _missing_folders(ctx: ToolContext, targets: list[Path]) -> list[Path]:
