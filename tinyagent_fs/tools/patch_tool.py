@@ -166,12 +166,10 @@ async def _modes(ctx: ToolContext, paths: list[Path]) -> dict[Path, int]:
 
 async def _missing_folders(ctx: ToolContext, targets: list[Path]) -> list[Path]:
     """Folders the files land in that do not exist yet, outermost first; each folder
-    is looked up once, however many files land in it."""
-    missing: dict[Path, None] = {}
-    for parent in dict.fromkeys(target.parent for target in targets):
-        for directory in await ctx.missing_directories(parent):
-            missing.setdefault(directory)
-    return list(missing)
+    is looked up once, however many files land in it, and all at once (see _modes)."""
+    parents = dict.fromkeys(target.parent for target in targets)
+    found = await asyncio.gather(*(ctx.missing_directories(parent) for parent in parents))
+    return list(dict.fromkeys(directory for chain in found for directory in chain))
 
 
 def _encoded(text: str | None, like: DecodedText, existed: bool) -> bytes | None:
