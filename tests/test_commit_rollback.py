@@ -3,13 +3,15 @@ removed or created is restored, every temp file and made folder is gone, modes t
 
 The failure is real: the N-th filesystem call the commit makes inside the project
 raises ENOSPC (or EIO), for every N of a commit that creates, modifies, deletes,
-moves and makes a folder at once.
+moves and makes a folder at once; and for a commit wide enough that its temp
+files are written from several threads (``ops.fan_out``).
 """
 
 from __future__ import annotations
 
 import errno
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +19,7 @@ import pytest
 
 from tinyagent_fs import FileTools
 from tinyagent_fs.hooks import AutoApprovePolicy
+from tinyagent_fs.ops import fan_out
 from tinyagent_fs.providers import LocalProvider
 
 CALLS = (
@@ -56,6 +59,18 @@ PATCH = """\
 +echo moved
 *** End Patch
 """
+WIDE = {
+    f"wide{index % 8}/f{index:02}.txt": (f"line {index}\n".encode(), 0o644) for index in range(16)
+}
+"""Files in eight folders: enough for helper threads to take some (see fan_out)."""
+WIDE_PATCH = PATCH.replace(
+    "*** End Patch\n",
+    "".join(
+        f"*** Update File: {name}\n@@\n-{data.decode()}+changed {name}\n"
+        for name, (data, _) in WIDE.items()
+    )
+    + "*** End Patch\n",
+)
 
 
 def state(root: Path) -> dict[str, tuple[bytes, int]]:
@@ -76,6 +91,8 @@ class FailAt:
         self.calls = 0
         self.failed_in = ""
         self.descriptors: set[int] = set()
+        self.lock = threading.Lock()  # the temp files of a wide commit come from threads
+        self.threads: set[int] = set()
 
     def inside(self, args: tuple[object, ...], kwargs: dict[str, object]) -> bool:
         # A path may be relative to a folder's descriptor (dir_fd, src_dir_fd, dst_dir_fd).
@@ -92,40 +109,50 @@ class FailAt:
 
     def wrap(self, name: str, real):  # type: ignore[no-untyped-def]
         def call(*args, **kwargs):  # type: ignore[no-untyped-def]
-            if name == "close":
-                self.descriptors.discard(args[0])
-                return real(*args, **kwargs)
-            if not self.failed_in and self.inside(args, kwargs):
-                self.calls += 1
-                if self.calls == self.step:
-                    self.failed_in = name
-                    raise OSError(self.errno, os.strerror(self.errno))
+            with self.lock:
+                if name == "close":
+                    self.descriptors.discard(args[0])
+                elif not self.failed_in and self.inside(args, kwargs):
+                    self.calls += 1
+                    if self.calls == self.step:
+                        self.failed_in = name
+                        raise OSError(self.errno, os.strerror(self.errno))
             result = real(*args, **kwargs)
             if name == "open" and self.inside(args, kwargs):
-                self.descriptors.add(result)
+                with self.lock:
+                    self.descriptors.add(result)
+                    self.threads.add(threading.get_ident())
             return result
 
         return call
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Iterator[Path]:
-    root = tmp_path / "project"
+def fill(root: Path, wide: bool) -> Path:
     root.mkdir()
-    for name, (data, mode) in BEFORE.items():
+    for name, (data, mode) in {**BEFORE, **(WIDE if wide else {})}.items():
+        (root / name).parent.mkdir(exist_ok=True)
         (root / name).write_bytes(data)
         (root / name).chmod(mode)
-    yield root
+    return root
 
 
-async def apply_with(root: Path, monkeypatch: pytest.MonkeyPatch, fault: FailAt | None) -> object:
+@pytest.fixture
+def project(tmp_path: Path) -> Iterator[Path]:
+    yield fill(tmp_path / "project", wide=False)
+
+
+async def apply_with(
+    root: Path, monkeypatch: pytest.MonkeyPatch, fault: FailAt | None, patch: str = PATCH
+) -> object:
     fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
     try:
         await fs.read_file("change.txt")  # plan and review happen unfaulted
+        if patch is WIDE_PATCH:  # every call counts as slow: helper threads always join
+            monkeypatch.setattr(fan_out, "SLOW_CALL", 0.0)
         if fault is not None:
             for name in CALLS:
                 monkeypatch.setattr(os, name, fault.wrap(name, getattr(os, name)))
-        return await fs.apply_patch(PATCH)
+        return await fs.apply_patch(patch)
     finally:
         monkeypatch.undo()
         await fs.close()
@@ -143,27 +170,33 @@ async def test_the_patch_applies_whole_without_faults(
     assert counter.calls >= 20, f"only {counter.calls} filesystem calls: the loop below is thin"
 
 
-@pytest.mark.parametrize("errno_", [errno.ENOSPC, errno.EIO])
-async def test_a_failure_at_any_step_rolls_the_whole_commit_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, errno_: int
+async def test_a_wide_commit_writes_its_temp_files_from_several_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    counting = tmp_path / "count"
-    counting.mkdir()
-    for name, (data, mode) in BEFORE.items():
-        (counting / name).write_bytes(data)
-        (counting / name).chmod(mode)
+    root = fill(tmp_path / "wide", wide=True)
+    counter = FailAt(root, step=0, errno_=errno.ENOSPC)
+    result = await apply_with(root, monkeypatch, counter, WIDE_PATCH)
+    assert result.ok, result.text  # type: ignore[attr-defined]
+    assert state(root)["wide3/f11.txt"][0] == b"changed wide3/f11.txt\n"
+    assert len(counter.threads) > 1
+
+
+@pytest.mark.parametrize(
+    ("errno_", "wide"), [(errno.ENOSPC, False), (errno.EIO, False), (errno.ENOSPC, True)]
+)
+async def test_a_failure_at_any_step_rolls_the_whole_commit_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, errno_: int, wide: bool
+) -> None:
+    patch = WIDE_PATCH if wide else PATCH
+    counting = fill(tmp_path / "count", wide)
     counter = FailAt(counting, step=0, errno_=errno_)
-    assert (await apply_with(counting, monkeypatch, counter)).ok  # type: ignore[attr-defined]
+    assert (await apply_with(counting, monkeypatch, counter, patch)).ok  # type: ignore[attr-defined]
     failed_steps = 0
     for step in range(1, counter.calls + 1):
-        root = tmp_path / f"step{step}"
-        root.mkdir()
-        for name, (data, mode) in BEFORE.items():
-            (root / name).write_bytes(data)
-            (root / name).chmod(mode)
+        root = fill(tmp_path / f"step{step}", wide)
         before = state(root)
         fault = FailAt(root, step, errno_)
-        result = await apply_with(root, monkeypatch, fault)
+        result = await apply_with(root, monkeypatch, fault, patch)
         assert fault.failed_in, f"step {step} was never reached"
         if result.ok:  # type: ignore[attr-defined]
             # Only a failure after the last rename (dropping backups, syncing folders)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import make_provider
 from tinyagent_fs import FileTools
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.providers import LocalProvider
@@ -99,7 +100,9 @@ def files_and_modes(root: Path) -> dict[str, tuple[bytes, int]]:
     }
 
 
-async def test_file_modes_come_out_as_git_apply_sets_them(tmp_path: Path) -> None:
+async def test_file_modes_come_out_as_git_apply_sets_them(
+    tmp_path: Path, provider_name: str
+) -> None:
     repo = tmp_path / "repo"
     repo.mkdir()
     git(repo, "init", "-q")
@@ -124,8 +127,9 @@ async def test_file_modes_come_out_as_git_apply_sets_them(tmp_path: Path) -> Non
         results[name] = tree
     (tmp_path / "p.diff").write_text(patch, newline="")
     git(results["by-git"], "apply", str(tmp_path / "p.diff"))
+    provider = make_provider(provider_name, results["ours"])
     async with FileTools(
-        results["ours"], provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False
+        results["ours"], provider=provider, hooks=[AutoApprovePolicy()], audit=False
     ) as fs:
         result = await fs.apply_patch(patch)
         assert result.ok, result.text

@@ -27,7 +27,7 @@ def test_placed_hunks_align_old_and_new_lines(scenario: Scenario, tmp_path: Path
             continue
         old, new = split_lines(planned.old_text), split_lines(planned.new_text)
         assert planned.alignment is not None
-        assert planned.old_lines == old  # the review diff takes the old lines from here
+        assert planned.old_lines == tuple(old)  # the review diff takes the old lines from here
         if not aligns(old, new, planned.alignment):
             # Only a file without a final line break, which the patch appends to,
             # changes a line it keeps; its diff is then computed from the texts.

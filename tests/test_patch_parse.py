@@ -5,6 +5,8 @@ from __future__ import annotations
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.patch import (
@@ -15,6 +17,8 @@ from tinyagent_fs.patch import (
     parse_patch,
     plan_patch,
 )
+from tinyagent_fs.patch_parse import _crlf_lines
+from tinyagent_fs.text import line_count, split_lines
 
 
 def parse_error(patch: str) -> ToolError:
@@ -199,3 +203,11 @@ def test_added_lines_keep_the_endings_a_patch_with_mixed_endings_gives_them() ->
     converted = mixed.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "\r\n")
     (file,) = parse_patch(converted).files
     assert {line.ending for line in file.hunks[0].lines} == {""}
+
+
+@given(st.text(alphabet="ab\r\n\x0c", max_size=60))
+def test_crlf_line_numbers_are_those_of_split_lines(text: str) -> None:
+    ending_in_crlf = {n for n, line in enumerate(split_lines(text), 1) if line.endswith("\r\n")}
+    found = _crlf_lines(text, line_count(text))
+    breaks = line_count(text) - (1 if text and text[-1] not in "\r\n" else 0)
+    assert found == (ending_in_crlf if len(ending_in_crlf) < breaks else set())

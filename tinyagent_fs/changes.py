@@ -55,7 +55,7 @@ class FileChange:
     line_opcodes: tuple[Opcode, ...] | None = None
     """How old and new lines align, when the plan knows it already (a patch's hunks
     are the diff): spares diffing the texts again. Used only if it fits them."""
-    old_lines: list[str] | None = field(default=None, repr=False, compare=False)
+    old_lines: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
     """``split_lines(old_text)``, when the plan split it already (a patch does, to
     place its hunks): the review diff then splits nothing of the old text."""
 

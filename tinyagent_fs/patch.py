@@ -60,7 +60,7 @@ class PlannedFile:
     mode: int | None = None
     alignment: tuple[Opcode, ...] | None = None
     """How old and new lines correspond (see ``PatchedText``)."""
-    old_lines: list[str] | None = field(default=None, repr=False, compare=False)
+    old_lines: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
     """``old_text`` split into lines, as applying the patch split it."""
 
 
@@ -116,7 +116,8 @@ def _in_file_encoding(fp: FilePatch, encoding: str | None) -> FilePatch:
 
 
 def _line_in(line: HunkLine, encoding: str) -> HunkLine:
-    return line._replace(text=_transcoded(line.text, encoding))
+    text = _transcoded(line.text, encoding)
+    return line if text is line.text else line._replace(text=text)
 
 
 def _transcoded(text: str, encoding: str) -> str:

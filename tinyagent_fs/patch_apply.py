@@ -49,7 +49,7 @@ class PatchedText:
     text: str | None
     notes: tuple[str, ...] = ()
     alignment: tuple[Opcode, ...] | None = None
-    old_lines: list[str] | None = None
+    old_lines: tuple[str, ...] | None = None
 
 
 def apply_file_patch(fp: FilePatch, current_text: str | None, file_newline: str) -> str | None:
@@ -157,7 +157,9 @@ def _update(fp: FilePatch, text: str, newline: str) -> PatchedText:
         cursor = start + len(hunk.old_lines)
     alignment = _Alignment()
     new_text = _assemble(text, lines, placed, fp.style, newline, alignment)
-    return PatchedText(new_text, tuple(notes), alignment.finish(len(lines)), lines)
+    # A tuple of strings: the collector stops tracking it at its first look, where it
+    # would walk every line of a list again in each collection until the commit ends.
+    return PatchedText(new_text, tuple(notes), alignment.finish(len(lines)), tuple(lines))
 
 
 def _locate(

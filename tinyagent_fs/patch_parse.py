@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from itertools import accumulate
 
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.matching import line_numbers
 from tinyagent_fs.patch_model import CODEX_FORMAT, FilePatch, Hunk, HunkLine, PatchLine, malformed
 from tinyagent_fs.patch_unified import parse_unified
 from tinyagent_fs.text import line_contents, line_count
@@ -25,7 +25,6 @@ _MOVE = re.compile(r"^\*\*\* Move to:(.*)$")
 _BEGIN = "*** Begin Patch"
 _END = "*** End Patch"
 _END_OF_FILE = "*** End of File"
-_CRLF = re.compile("\r\n")
 _NUMBERED = re.compile(r"^-(\d+)(?:,\d+)? \+\d+(?:,\d+)? @@(.*)$")
 
 
@@ -76,9 +75,14 @@ def _crlf_lines(patch: str, line_count: int) -> frozenset[int]:
     """Numbers of the lines ending in CRLF, when the patch mixes endings (as ``git diff``
     of a CRLF file does: LF headers, CRLF content). A patch that is CRLF throughout was
     converted in transport (an editor, a clipboard), so it states no endings."""
-    numbers = line_numbers(patch, [found.start() for found in _CRLF.finditer(patch)])
+    # Between two CRLFs every \r and \n is a break of its own: the running count of
+    # breaks up to each CRLF is its line's number.
+    numbers = accumulate(
+        piece.count("\n") + piece.count("\r") + 1 for piece in patch.split("\r\n")[:-1]
+    )
+    found = frozenset(numbers)
     broken = line_count - (1 if patch and patch[-1] not in "\r\n" else 0)
-    return frozenset(numbers) if len(numbers) < broken else frozenset()
+    return found if len(found) < broken else frozenset()
 
 
 def _unwrap_heredoc(lines: list[PatchLine]) -> list[PatchLine]:

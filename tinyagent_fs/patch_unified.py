@@ -18,6 +18,8 @@ DEV_NULL = "/dev/null"
 
 _UNPAIRED = "'--- <path>' must be followed by '+++ <path>'"
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
+_B_SIDE = re.compile(" (?=b/)")
+"""Where the b/ side of a ``diff --git`` line may start (every space before a "b/")."""
 _UNSUPPORTED = ("copy from ", "copy to ", "GIT binary patch", "Binary files ")
 _EXTENDED_HEADERS = (
     *_UNSUPPORTED,
@@ -330,9 +332,7 @@ def _git_paths(text: str, number: int) -> tuple[str, str]:
         old, new = _unquote(quoted.group(1)), _unquote(quoted.group(2))
     else:
         halves = [
-            (text[:split], text[split + 1 :])
-            for split in range(len(text))
-            if text[split] == " " and text[split + 1 : split + 3] == "b/"
+            (text[: found.start()], text[found.start() + 1 :]) for found in _B_SIDE.finditer(text)
         ]
         same = [(old, new) for old, new in halves if old[2:] == new[2:]]
         if not (same or halves):

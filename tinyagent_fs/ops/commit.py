@@ -1,9 +1,10 @@
 """Commit a ChangeSet: every file or none, each write atomic and durable.
 
 The sequence is: check every planned hash (a mismatch is a CONFLICT and nothing
-is touched); stage new contents in temp siblings and make them durable (one
-fsync each, or one syncfs for a large batch: see ``durable``); move old files
-aside as hard-linked backups; rename the staged files into place; make the
+is touched); stage new contents in temp siblings (from a few threads for a
+large batch: see ``fan_out``) and make them durable (one fsync each, or one
+syncfs for a large batch: see ``durable``); move old files aside as hard-linked
+backups; rename the staged files into place; make the
 directories durable (once each); drop the backups. A failure at any step
 restores the backups. Temp and backup names carry the change id, so a commit
 killed half-way can be found and rolled back (or, once every file is in its new
@@ -24,6 +25,7 @@ from typing import Any
 from ..digest import DIRECTORY, MISSING
 from ..durable import FileFlush, sync_directories, write_all
 from ..errors import ErrorCode, ToolError
+from .fan_out import run_each
 
 PROC_FD = "/proc/self/fd/"
 """Where descriptor paths start (``providers.pinned_paths`` hands the commit such paths)."""
@@ -58,8 +60,11 @@ def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, A
     applied: list[_Step] = []
     try:
         flush, folders = FileFlush(), _Folders(created_dirs)
+        by_folder: dict[str, list[tuple[_Step, str, int]]] = {}
         for step in steps:
-            _stage(step, change_id, folders, flush)
+            if job := _staging(step, change_id, folders):
+                by_folder.setdefault(os.path.dirname(job[1]), []).append(job)
+        run_each(lambda job: _write_staged(*job, flush), list(by_folder.values()))
         flush.flush()  # new contents durable before any rename
         for step in steps:
             _apply(step, change_id)
@@ -219,16 +224,23 @@ def _target(step: _Step) -> str | None:
     return step.dest if step.kind == "move" else step.path
 
 
-def _stage(step: _Step, change_id: str, folders: _Folders, flush: FileFlush) -> None:
+def _staging(step: _Step, change_id: str, folders: _Folders) -> tuple[_Step, str, int] | None:
+    """What :func:`_write_staged` needs for ``step``'s temp file, its folder made
+    (on the calling thread: folders and the umask are shared state)."""
     target = _target(step)
     if target is None or step.new_bytes is None:
-        return
+        return None
     folders.make(os.path.dirname(target))
     mode = step.mode
     if mode is None:
         verified = step.verified_mode is not None and target == step.path
         mode = step.verified_mode if verified else _existing_mode(target)
-    staged = _sibling(target, change_id, "tmp")
+    return step, _sibling(target, change_id, "tmp"), mode
+
+
+def _write_staged(step: _Step, staged: str, mode: int, flush: FileFlush) -> None:
+    """Create and fill ``step``'s temp file (on any thread: see ``fan_out``)."""
+    assert step.new_bytes is not None
     fd = _open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     step.staged = staged
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +19,16 @@ from .spec import ToolSpec, schema, string
 
 
 async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
-    with paused_gc():
+    with paused_gc():  # resolving too: a collection in it would scan every hunk line
         parsed = parse_patch(args["patch"])
-    if not parsed.files:
-        raise ToolError(ErrorCode.INVALID_ARGUMENT, "the patch changes no files")
-    paths = {
-        raw: ctx.resolve(raw, for_write=True)
-        for section in parsed.files
-        for raw in (section.path, section.move_to)
-        if raw is not None
-    }
+        if not parsed.files:
+            raise ToolError(ErrorCode.INVALID_ARGUMENT, "the patch changes no files")
+        paths = {
+            raw: ctx.resolve(raw, for_write=True)
+            for section in parsed.files
+            for raw in (section.path, section.move_to)
+            if raw is not None
+        }
     current, formats = await _read_current(ctx, list(dict.fromkeys(paths.values())))
 
     def read_text(raw: str) -> tuple[str, str] | None:
@@ -40,8 +41,15 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
 
     with paused_gc():
         planned = plan_patch(parsed, read_text, encoding_of)
+    # Tens of thousands of hunk lines, each a named tuple the collector tracks for as
+    # long as it lives: nothing may keep them alive through review and commit.
+    style = parsed.style
+    del parsed
     new_dirs = await _missing_folders(
         ctx, [paths[item.dest if item.dest is not None else item.path] for item in planned]
+    )
+    kept_modes = await _modes(
+        ctx, [paths[item.path] for item in planned if item.kind == "move" and item.mode is None]
     )
     changes: list[FileChange] = []
     notes: list[str] = []
@@ -56,8 +64,7 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         old = current[source]
         mode = item.mode
         if mode is None and item.kind == "move":  # a renamed file keeps its mode
-            info = await ctx.stat(source)
-            mode = info["mode"] if info is not None else None
+            mode = kept_modes.get(source)
         common = {
             "old_text": item.old_text,
             "new_text": item.new_text,
@@ -109,7 +116,7 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
                 "lines_added": added,
                 "lines_removed": removed,
                 "notes": notes,
-                "format": parsed.style,
+                "format": style,
             },
         )
 
@@ -150,14 +157,19 @@ async def _read_current(
     return current, formats
 
 
+async def _modes(ctx: ToolContext, paths: list[Path]) -> dict[Path, int]:
+    """The permission bits of each path that exists, asked for all at once (a sandbox
+    worker gets the requests back to back: one round trip, not one per file)."""
+    found = await asyncio.gather(*(ctx.stat(path) for path in paths))
+    return {path: info["mode"] for path, info in zip(paths, found, strict=True) if info}
+
+
 async def _missing_folders(ctx: ToolContext, targets: list[Path]) -> list[Path]:
     """Folders the files land in that do not exist yet, outermost first; each folder
-    is looked up once, however many files land in it."""
-    missing: dict[Path, None] = {}
-    for parent in dict.fromkeys(target.parent for target in targets):
-        for directory in await ctx.missing_directories(parent):
-            missing.setdefault(directory)
-    return list(missing)
+    is looked up once, however many files land in it, and all at once (see _modes)."""
+    parents = dict.fromkeys(target.parent for target in targets)
+    found = await asyncio.gather(*(ctx.missing_directories(parent) for parent in parents))
+    return list(dict.fromkeys(directory for chain in found for directory in chain))
 
 
 def _encoded(text: str | None, like: DecodedText, existed: bool) -> bytes | None:
