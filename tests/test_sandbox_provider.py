@@ -437,3 +437,50 @@ async def test_a_cancelled_call_from_the_loop_never_hands_its_answer_to_the_next
         await asyncio.sleep(0)
         abandoned.cancel()
         assert await provider.call("read_bytes", path=str(inside), max_bytes=100) == b"inside\n"
+
+
+async def test_a_lone_quick_call_is_answered_without_the_loop_watching_the_socket(
+    sandbox: Sandbox,
+) -> None:
+    """With nothing in flight, a quick answer is taken as soon as it is there: no
+    reader registered with the loop, no wake-up through it, no thread."""
+    provider = sandbox.provider
+    inside = str(sandbox.root / "inside.txt")
+    await provider.call("ping")
+    loop = asyncio.get_running_loop()
+    watched: list[int] = []
+    add_reader = loop.add_reader
+
+    def counted(fd: Any, callback: Any, *args: Any) -> None:
+        watched.append(fd)
+        add_reader(fd, callback, *args)
+
+    loop.add_reader = counted  # type: ignore[method-assign]
+    try:
+        for _ in range(20):
+            assert await provider.call("read_bytes", path=inside, max_bytes=99) == b"inside\n"
+            assert (await provider.call("stat_path", path=inside))["size"] == 7
+    finally:
+        del loop.add_reader
+    assert watched == [], "a lone quick call registered a reader with the loop"
+    assert not provider._lock.locked()
+
+
+async def test_a_cancelled_slow_call_never_hands_its_answer_to_the_next(
+    sandbox: Sandbox,
+) -> None:
+    """A read too slow to be taken at once is watched by the loop; cancelled there,
+    its answer is read and dropped, and the next call gets its own."""
+    provider = sandbox.provider
+    big = sandbox.root / "big.bin"
+    big.write_bytes(os.urandom(1 << 20) * 16)
+    inside = str(sandbox.root / "inside.txt")
+    await provider.call("ping")
+    for _ in range(3):
+        abandoned = asyncio.ensure_future(
+            provider.call("read_bytes", path=str(big), max_bytes=1 << 25)
+        )
+        await asyncio.sleep(0)
+        assert not abandoned.done(), "the slow read was answered before it could be cancelled"
+        abandoned.cancel()
+        assert await provider.call("read_bytes", path=inside, max_bytes=100) == b"inside\n"

@@ -30,6 +30,12 @@ MAX_HEADER_BYTES = 64 * 1024 * 1024
 MAX_BLOB_BYTES = 1024 * 1024 * 1024
 TAKE_AHEAD_BYTES = 256 * 1024
 """The most ``take_queued`` looks at: a socketpair's buffer holds about this much."""
+FIRST_LOOK_BYTES = 32 * 1024
+"""What ``take_queued`` looks at first: several small answers, in memory from the heap.
+A first look of ``TAKE_AHEAD_BYTES`` maps and unmaps memory on every call, which costs
+tens of µs in a process with threads (each unmap is a TLB shootdown on every CPU)."""
+_PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
+"""Built once: or-ing the flag enums costs more than the look itself."""
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NUL_ESCAPE = "\\u0000"
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
@@ -177,13 +183,15 @@ def take_queued(sock: socket.socket, limit: int = TAKE_AHEAD_BYTES) -> tuple[lis
     """Every whole frame queued on ``sock`` (within ``limit`` bytes), taken without waiting.
 
     One look (``MSG_PEEK``) and one receive for all of them, where reading frame
-    by frame costs several system calls each. Also returned, what comes next:
-    ``"arriving"``, a frame whose rest is still being sent (or is larger than
-    ``limit``: ``recv_message`` reads it, with no copy of its blobs);
+    by frame costs several system calls each. The first look is ``FIRST_LOOK_BYTES``,
+    a second one up to ``limit`` only when a frame goes on beyond it. Also returned,
+    what comes next: ``"arriving"``, a frame whose rest is still being sent (or is
+    larger than ``limit``: ``recv_message`` reads it, with no copy of its blobs);
     ``"closed"``, the peer is gone; None, nothing yet.
     """
+    look = min(limit, FIRST_LOOK_BYTES)
     try:
-        data = sock.recv(limit, socket.MSG_PEEK | socket.MSG_DONTWAIT)
+        data = sock.recv(look, _PEEK)
     except BlockingIOError:
         return [], None
     except OSError:
@@ -191,20 +199,28 @@ def take_queued(sock: socket.socket, limit: int = TAKE_AHEAD_BYTES) -> tuple[lis
     if not data:
         return [], "closed"
     messages: list[Any] = []
-    start, state = 0, None
+    start, state = _take_frames(data, 0, messages)
+    if state == "arriving" and len(data) == look < limit:
+        data = sock.recv(limit, _PEEK)  # holds the first look
+        start, state = _take_frames(data, start, messages)
+    if start:
+        sock.recv(start, socket.MSG_WAITALL)  # what was looked at is queued: this cannot wait
+    return messages, state
+
+
+def _take_frames(data: bytes, start: int, messages: list[Any]) -> tuple[int, str | None]:
+    """Decode the whole frames in ``data`` from ``start`` into ``messages``; where they
+    end, and ``"arriving"`` when a frame is cut short there."""
     while len(data) - start >= PREFIX.size:
         header_len, blob_len = PREFIX.unpack_from(data, start)
         if header_len > MAX_HEADER_BYTES or blob_len > MAX_BLOB_BYTES:
             raise WireError(f"frame of {header_len}+{blob_len} bytes is over the limit")
         blobs = start + PREFIX.size + header_len
         if blobs + blob_len > len(data):
-            state = "arriving"
-            break
+            return start, "arriving"
         messages.append(decode(data[start + PREFIX.size : blobs], data[blobs : blobs + blob_len]))
         start = blobs + blob_len
-    if start:
-        sock.recv(start, socket.MSG_WAITALL)  # what was looked at is queued: this cannot wait
-    return messages, state
+    return start, None
 
 
 def _recv_all(sock: socket.socket, size: int, deadline: float | None) -> bytes:
