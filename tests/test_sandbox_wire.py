@@ -205,3 +205,21 @@ def test_take_queued_reports_a_closed_peer_and_refuses_an_oversized_frame(
     right.recv(64)
     left.close()
     assert wire.take_queued(right) == ([], "closed")
+
+
+def test_wait_readable_sees_data_queued_while_spinning_and_while_asleep(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = pair
+    assert not wire.wait_readable(right.fileno(), 0.0)
+    assert not wire.wait_readable(right.fileno(), wire.SPIN_S / 2), "nothing was sent"
+    left.sendall(b"x")
+    assert wire.wait_readable(right.fileno(), 0.0)
+    right.recv(1)
+    late = threading.Timer(0.05, left.sendall, (b"y",))  # well after the spin: asleep by then
+    late.start()
+    try:
+        assert wire.wait_readable(right.fileno(), 10.0)
+    finally:
+        late.join()
+    assert right.recv(1) == b"y"

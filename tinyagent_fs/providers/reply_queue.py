@@ -22,7 +22,6 @@ dropped in its turn, so no call ever gets another's answer.
 from __future__ import annotations
 
 import asyncio
-import select
 import socket
 import time
 from collections import deque
@@ -122,7 +121,7 @@ class ReplyQueue:
         self._pending.append(_Pending(op, timeout, answer))
         if len(self._pending) == 1:
             self._deadline = time.monotonic() + timeout
-            if select.select([self._fd], [], [], min(timeout, DIRECT_WAIT_S))[0]:
+            if wire.wait_readable(self._fd, min(timeout, DIRECT_WAIT_S)):
                 self._readable()
             if self._pending and not self._on_thread:
                 self._watch(True)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import os
+import select
 import socket
 import struct
 import time
@@ -34,6 +36,8 @@ FIRST_LOOK_BYTES = 32 * 1024
 """What ``take_queued`` looks at first: several small answers, in memory from the heap.
 A first look of ``TAKE_AHEAD_BYTES`` maps and unmaps memory on every call, which costs
 tens of µs in a process with threads (each unmap is a TLB shootdown on every CPU)."""
+SPIN_S = 0.0002
+"""How long ``wait_readable`` polls before it sleeps: a quick answer comes within it."""
 _PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
 """Built once: or-ing the flag enums costs more than the look itself."""
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -177,6 +181,24 @@ def recv_message(sock: socket.socket, deadline: float | None = None) -> Any:
         raise WireError(f"frame of {header_len}+{blob_len} bytes is over the limit")
     header = _recv_all(sock, header_len, deadline)
     return decode(header, _recv_all(sock, blob_len, deadline) if blob_len else b"")
+
+
+def wait_readable(fd: int, timeout: float) -> bool:
+    """Whether ``fd`` turns readable within ``timeout`` seconds.
+
+    Polled, yielding the CPU between looks, for up to ``SPIN_S`` first, then slept
+    on. An answer that comes within the spin is seen at once; one that comes to a
+    sleeping process waits for its wake-up, which on a virtual machine whose CPU
+    went idle costs more than a quick answer itself (50-100 µs measured here).
+    """
+    watched = [fd]
+    spin = min(timeout, SPIN_S)
+    spin_until = time.monotonic() + spin
+    while not select.select(watched, (), (), 0)[0]:
+        if time.monotonic() >= spin_until:
+            return timeout > spin and bool(select.select(watched, (), (), timeout - spin)[0])
+        os.sched_yield()
+    return True
 
 
 def take_queued(sock: socket.socket, limit: int = TAKE_AHEAD_BYTES) -> tuple[list[Any], str | None]:
