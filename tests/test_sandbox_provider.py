@@ -18,6 +18,7 @@ import pytest
 
 from tinyagent_fs.changes import content_hash
 from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.ops.path_blob import unpack_paths
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from tinyagent_fs.sandbox import landlock_rules
@@ -484,3 +485,42 @@ async def test_a_cancelled_slow_call_never_hands_its_answer_to_the_next(
         assert not abandoned.done(), "the slow read was answered before it could be cancelled"
         abandoned.cancel()
         assert await provider.call("read_bytes", path=inside, max_bytes=100) == b"inside\n"
+
+
+async def test_listings_and_searches_from_the_loop_get_their_answers_without_a_thread(
+    sandbox: Sandbox,
+) -> None:
+    """Scans go from the loop like reads, among reads sent ahead, each to its caller."""
+    provider = sandbox.provider
+    for index in range(40):
+        (sandbox.root / f"f{index:02d}.txt").write_bytes(b"needle %d\n" % index)
+    await provider.call("ping")
+    threaded: list[str] = []
+    call_sync = provider.call_sync
+
+    def counted(op: str, kwargs: dict) -> object:
+        threaded.append(op)
+        return call_sync(op, kwargs)
+
+    provider.call_sync = counted  # type: ignore[method-assign]
+    scan = {"root": str(sandbox.root), "denied_patterns": []}
+    listing, found, *reads = await asyncio.gather(
+        provider.call(
+            "list_tree",
+            path=str(sandbox.root),
+            start=".",
+            depth=1,
+            include_hidden=False,
+            limit=100,
+            **scan,
+        ),
+        provider.call("glob_files", pattern="f1*.txt", base=str(sandbox.root), limit=100, **scan),
+        *(
+            provider.call("read_bytes", path=str(sandbox.root / f"f{index:02d}.txt"), max_bytes=99)
+            for index in range(10)
+        ),
+    )
+    assert listing["total"] == 41
+    assert reads == [b"needle %d\n" % index for index in range(10)]
+    assert sorted(unpack_paths(found["matches"])) == [f"f1{digit}.txt" for digit in range(10)]
+    assert threaded == [], "a scan from the loop took the provider's thread"
