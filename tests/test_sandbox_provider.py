@@ -524,3 +524,22 @@ async def test_listings_and_searches_from_the_loop_get_their_answers_without_a_t
     assert reads == [b"needle %d\n" % index for index in range(10)]
     assert sorted(unpack_paths(found["matches"])) == [f"f1{digit}.txt" for digit in range(10)]
     assert threaded == [], "a scan from the loop took the provider's thread"
+
+
+async def test_concurrent_quick_calls_are_sent_ahead_not_answered_one_by_one(
+    sandbox: Sandbox,
+) -> None:
+    """Only a lone call waits for its answer in place: with other callers ready on
+    the loop, each request goes down the socket before any answer is read, so the
+    worker answers them back to back."""
+    provider = sandbox.provider
+    inside = str(sandbox.root / "inside.txt")
+    await provider.call("ping")
+    calls = [
+        asyncio.ensure_future(provider.call("read_bytes", path=inside, max_bytes=99))
+        for _ in range(5)
+    ]
+    await asyncio.sleep(0)  # every call has run up to its send, no answer read yet
+    queue = provider._queue
+    assert queue is not None and len(queue._pending) == 5, "the calls did not go ahead"
+    assert await asyncio.gather(*calls) == [b"inside\n"] * 5

@@ -6,9 +6,10 @@ down the socket as they come (up to ``MAX_IN_FLIGHT``), the worker works through
 them back to back, and the loop reads every answer that is there when the
 socket turns readable (``add_reader``). No thread is woken, and the loop serves
 other work while the worker computes. A request sent with nothing in flight
-waits for its answer on the loop for up to ``DIRECT_WAIT_S`` first: a quick
-answer is there in tens of µs, and taking it at once spares the registration,
-the loop's wake-up and the timer; only a slower one is left to the loop.
+and nothing else ready to run on the loop waits for its answer in place for up
+to ``DIRECT_WAIT_S`` first: a quick answer is there in tens of µs, and taking it
+at once spares the registration, the loop's wake-up and the timer; only a slower
+one is left to the loop.
 
 The queue holds the provider's lock from its first request to its last answer,
 so a call from a thread (or another loop) waits until it has drained. A timer
@@ -121,7 +122,9 @@ class ReplyQueue:
         self._pending.append(_Pending(op, timeout, answer))
         if len(self._pending) == 1:
             self._deadline = time.monotonic() + timeout
-            if wire.wait_readable(self._fd, min(timeout, DIRECT_WAIT_S)):
+            if _nothing_else_ready(self.loop) and wire.wait_readable(
+                self._fd, min(timeout, DIRECT_WAIT_S)
+            ):
                 self._readable()
             if self._pending and not self._on_thread:
                 self._watch(True)
@@ -241,3 +244,13 @@ class ReplyQueue:
     def _made_room(self) -> None:
         if self._room is not None and not self._room.done():
             self._room.set_result(None)
+
+
+def _nothing_else_ready(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether no other callback waits to run on ``loop``: then a lone call may wait
+    for its answer in place. With others ready (concurrent callers), the request goes
+    ahead and the loop runs them, so their requests follow it down the socket and the
+    worker answers them back to back. asyncio's own loops keep what is ready in
+    ``_ready``; a loop without one (uvloop) is taken as busy: the pipelined way."""
+    ready = getattr(loop, "_ready", None)
+    return ready is not None and not ready
