@@ -12,6 +12,7 @@ capped before anything is allocated, and a malformed frame is a ``WireError``.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -39,7 +40,7 @@ tens of µs in a process with threads (each unmap is a TLB shootdown on every CP
 SPIN_S = 0.0002
 """How long ``wait_readable`` polls before it sleeps: a quick answer comes within it."""
 _PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
-"""Built once: or-ing the flag enums costs more than the look itself."""
+"""Built once: or-ing the flag enums runs Python code on every call."""
 _SCALARS = frozenset({str, int, float, bool, type(None)})
 _NUL_ESCAPE = "\\u0000"
 _JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
@@ -223,8 +224,9 @@ def take_queued(sock: socket.socket, limit: int = TAKE_AHEAD_BYTES) -> tuple[lis
     messages: list[Any] = []
     start, state = _take_frames(data, 0, messages)
     if state == "arriving" and len(data) == look < limit:
-        data = sock.recv(limit, _PEEK)  # holds the first look
-        start, state = _take_frames(data, start, messages)
+        with contextlib.suppress(OSError):  # still "arriving": recv_message will tell
+            data = sock.recv(limit, _PEEK)  # at least the first look: it is still queued
+            start, state = _take_frames(data, start, messages)
     if start:
         sock.recv(start, socket.MSG_WAITALL)  # what was looked at is queued: this cannot wait
     return messages, state
