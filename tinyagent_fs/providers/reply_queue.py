@@ -41,7 +41,9 @@ so the loop's send cannot block on a worker that is itself blocked sending."""
 DIRECT_WAIT_S = 0.002
 """How long a lone request waits for its answer on the loop before the loop is told to
 watch the socket: a quick answer takes tens of µs, far less than the registration and
-the wake-ups of the watched path, and the loop is held no longer than this."""
+the wake-ups of the watched path, and the loop is held no longer than this. The wait
+polls all along (yielding the CPU between looks): the loop is held either way, and a
+process that never sleeps is not woken late."""
 
 
 class WorkerStalled(Exception):
@@ -122,9 +124,8 @@ class ReplyQueue:
         self._pending.append(_Pending(op, timeout, answer))
         if len(self._pending) == 1:
             self._deadline = time.monotonic() + timeout
-            if _nothing_else_ready(self.loop) and wire.wait_readable(
-                self._fd, min(timeout, DIRECT_WAIT_S)
-            ):
+            wait = min(timeout, DIRECT_WAIT_S)
+            if _nothing_else_ready(self.loop) and wire.wait_readable(self._fd, wait, spin=wait):
                 self._readable()
             if self._pending and not self._on_thread:
                 self._watch(True)

@@ -38,7 +38,8 @@ FIRST_LOOK_BYTES = 32 * 1024
 A first look of ``TAKE_AHEAD_BYTES`` maps and unmaps memory on every call, which costs
 tens of µs in a process with threads (each unmap is a TLB shootdown on every CPU)."""
 SPIN_S = 0.0002
-"""How long ``wait_readable`` polls before it sleeps: a quick answer comes within it."""
+"""How long ``wait_readable`` polls before it sleeps, unless told: a quick answer
+comes within it."""
 _PEEK = socket.MSG_PEEK | socket.MSG_DONTWAIT
 """Built once: or-ing the flag enums runs Python code on every call."""
 _SCALARS = frozenset({str, int, float, bool, type(None)})
@@ -184,16 +185,16 @@ def recv_message(sock: socket.socket, deadline: float | None = None) -> Any:
     return decode(header, _recv_all(sock, blob_len, deadline) if blob_len else b"")
 
 
-def wait_readable(fd: int, timeout: float) -> bool:
+def wait_readable(fd: int, timeout: float, spin: float = SPIN_S) -> bool:
     """Whether ``fd`` turns readable within ``timeout`` seconds.
 
-    Polled, yielding the CPU between looks, for up to ``SPIN_S`` first, then slept
-    on. An answer that comes within the spin is seen at once; one that comes to a
-    sleeping process waits for its wake-up, which on a virtual machine whose CPU
-    went idle costs more than a quick answer itself (50-100 µs measured here).
+    Polled, yielding the CPU between looks, for up to ``spin`` seconds first, then
+    slept on. An answer that comes within the spin is seen at once; one that comes
+    to a sleeping process waits for its wake-up, which on a virtual machine whose
+    CPU went idle costs more than a quick answer itself (50-100 µs measured here).
     """
     watched = [fd]
-    spin = min(timeout, SPIN_S)
+    spin = min(timeout, spin)
     spin_until = time.monotonic() + spin
     while not select.select(watched, (), (), 0)[0]:
         if time.monotonic() >= spin_until:
