@@ -18,6 +18,7 @@ import pytest
 
 from tinyagent_fs.changes import content_hash
 from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.ops.path_blob import unpack_paths
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from tinyagent_fs.sandbox import landlock_rules
@@ -437,3 +438,108 @@ async def test_a_cancelled_call_from_the_loop_never_hands_its_answer_to_the_next
         await asyncio.sleep(0)
         abandoned.cancel()
         assert await provider.call("read_bytes", path=str(inside), max_bytes=100) == b"inside\n"
+
+
+async def test_a_lone_quick_call_is_answered_without_the_loop_watching_the_socket(
+    sandbox: Sandbox,
+) -> None:
+    """With nothing in flight, a quick answer is taken as soon as it is there: no
+    reader registered with the loop, no wake-up through it, no thread."""
+    provider = sandbox.provider
+    inside = str(sandbox.root / "inside.txt")
+    await provider.call("ping")
+    loop = asyncio.get_running_loop()
+    watched: list[int] = []
+    add_reader = loop.add_reader
+
+    def counted(fd: Any, callback: Any, *args: Any) -> None:
+        watched.append(fd)
+        add_reader(fd, callback, *args)
+
+    loop.add_reader = counted  # type: ignore[method-assign]
+    try:
+        for _ in range(20):
+            assert await provider.call("read_bytes", path=inside, max_bytes=99) == b"inside\n"
+            assert (await provider.call("stat_path", path=inside))["size"] == 7
+    finally:
+        del loop.add_reader
+    assert watched == [], "a lone quick call registered a reader with the loop"
+    assert not provider._lock.locked()
+
+
+async def test_a_cancelled_slow_call_never_hands_its_answer_to_the_next(
+    sandbox: Sandbox,
+) -> None:
+    """A read too slow to be taken at once is watched by the loop; cancelled there,
+    its answer is read and dropped, and the next call gets its own."""
+    provider = sandbox.provider
+    big = sandbox.root / "big.bin"
+    big.write_bytes(os.urandom(1 << 20) * 16)
+    inside = str(sandbox.root / "inside.txt")
+    await provider.call("ping")
+    for _ in range(3):
+        abandoned = asyncio.ensure_future(
+            provider.call("read_bytes", path=str(big), max_bytes=1 << 25)
+        )
+        await asyncio.sleep(0)
+        assert not abandoned.done(), "the slow read was answered before it could be cancelled"
+        abandoned.cancel()
+        assert await provider.call("read_bytes", path=inside, max_bytes=100) == b"inside\n"
+
+
+async def test_listings_and_searches_from_the_loop_get_their_answers_without_a_thread(
+    sandbox: Sandbox,
+) -> None:
+    """Scans go from the loop like reads, among reads sent ahead, each to its caller."""
+    provider = sandbox.provider
+    for index in range(40):
+        (sandbox.root / f"f{index:02d}.txt").write_bytes(b"needle %d\n" % index)
+    await provider.call("ping")
+    threaded: list[str] = []
+    call_sync = provider.call_sync
+
+    def counted(op: str, kwargs: dict) -> object:
+        threaded.append(op)
+        return call_sync(op, kwargs)
+
+    provider.call_sync = counted  # type: ignore[method-assign]
+    scan = {"root": str(sandbox.root), "denied_patterns": []}
+    listing, found, *reads = await asyncio.gather(
+        provider.call(
+            "list_tree",
+            path=str(sandbox.root),
+            start=".",
+            depth=1,
+            include_hidden=False,
+            limit=100,
+            **scan,
+        ),
+        provider.call("glob_files", pattern="f1*.txt", base=str(sandbox.root), limit=100, **scan),
+        *(
+            provider.call("read_bytes", path=str(sandbox.root / f"f{index:02d}.txt"), max_bytes=99)
+            for index in range(10)
+        ),
+    )
+    assert listing["total"] == 41
+    assert reads == [b"needle %d\n" % index for index in range(10)]
+    assert sorted(unpack_paths(found["matches"])) == [f"f1{digit}.txt" for digit in range(10)]
+    assert threaded == [], "a scan from the loop took the provider's thread"
+
+
+async def test_concurrent_quick_calls_are_sent_ahead_not_answered_one_by_one(
+    sandbox: Sandbox,
+) -> None:
+    """Only a lone call waits for its answer in place: with other callers ready on
+    the loop, each request goes down the socket before any answer is read, so the
+    worker answers them back to back."""
+    provider = sandbox.provider
+    inside = str(sandbox.root / "inside.txt")
+    await provider.call("ping")
+    calls = [
+        asyncio.ensure_future(provider.call("read_bytes", path=inside, max_bytes=99))
+        for _ in range(5)
+    ]
+    await asyncio.sleep(0)  # every call has run up to its send, no answer read yet
+    queue = provider._queue
+    assert queue is not None and len(queue._pending) == 5, "the calls did not go ahead"
+    assert await asyncio.gather(*calls) == [b"inside\n"] * 5

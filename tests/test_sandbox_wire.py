@@ -168,6 +168,24 @@ def test_take_queued_leaves_a_frame_still_arriving_whole(
     assert wire.recv_message(right, time.monotonic() + 5) == {"ok": b"y" * 1000}
 
 
+def test_take_queued_looks_again_for_frames_beyond_its_first_look(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    """The first look is small; frames that go on past it but fit the limit are
+    still taken, each once, and a frame cut short after them is left arriving."""
+    left, right = pair
+    third = wire.FIRST_LOOK_BYTES // 3
+    messages = [{"ok": index, "data": bytes([index]) * third} for index in range(5)]
+    for message in messages:
+        wire.send_message(left, message)
+    assert wire.take_queued(right) == (messages, None)
+    last = b"".join(wire.encode({"ok": b"w" * wire.FIRST_LOOK_BYTES}))
+    left.sendall(b"".join(wire.encode(messages[0])) + last[:-1])
+    assert wire.take_queued(right) == ([messages[0]], "arriving")
+    left.sendall(last[-1:])
+    assert wire.take_queued(right) == ([{"ok": b"w" * wire.FIRST_LOOK_BYTES}], None)
+
+
 def test_take_queued_leaves_a_frame_over_its_limit_to_recv_message(
     pair: tuple[socket.socket, socket.socket],
 ) -> None:
@@ -187,3 +205,21 @@ def test_take_queued_reports_a_closed_peer_and_refuses_an_oversized_frame(
     right.recv(64)
     left.close()
     assert wire.take_queued(right) == ([], "closed")
+
+
+def test_wait_readable_sees_data_queued_while_spinning_and_while_asleep(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    left, right = pair
+    assert not wire.wait_readable(right.fileno(), 0.0)
+    assert not wire.wait_readable(right.fileno(), wire.SPIN_S / 2), "nothing was sent"
+    left.sendall(b"x")
+    assert wire.wait_readable(right.fileno(), 0.0)
+    right.recv(1)
+    late = threading.Timer(0.05, left.sendall, (b"y",))  # well after the spin: asleep by then
+    late.start()
+    try:
+        assert wire.wait_readable(right.fileno(), 10.0)
+    finally:
+        late.join()
+    assert right.recv(1) == b"y"

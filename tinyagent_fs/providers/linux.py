@@ -2,11 +2,12 @@
 
 The worker is started on first use and kept; every call is one request and one
 answer over a socketpair (see ``wire``), answered in order; a lock gives the
-socket to one caller at a time. Quick calls (reads, stats) from an event loop
-are sent from the loop, several ahead of their answers, and answered there
-without blocking it (``reply_queue``); the rest (a busy or absent worker,
-commands, commits, searches) run on a thread of the provider's own, so any
-event loop (or a plain thread) may call. Calls from one loop keep their order:
+socket to one caller at a time. Reads (files, stats, listings, searches) from
+an event loop are sent from the loop, several ahead of their answers, and
+answered there without blocking it (``reply_queue``); a lone one takes its
+quick answer at once. The rest (a busy or absent worker, commands, commits,
+reads of many files) run on a thread of the provider's own, so any event loop
+(or a plain thread) may call. Calls from one loop keep their order:
 one that cannot be sent ahead waits for the queue to drain, and later ones wait
 behind it. The toolkit process itself is never restricted.
 
@@ -20,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import select
 import shutil
 import socket
 import subprocess
@@ -49,6 +49,9 @@ EXIT_WAIT_S = 0.5
 QUICK_OPS = frozenset({"read_bytes", "read_window", "stat_path", "ping"})
 """Sent from the loop: small requests, answered by bounded work."""
 QUICK_TIMEOUT_S = 30.0
+SCAN_OPS = frozenset({"list_tree", "glob_files", "grep", "walk_all"})
+"""Sent from the loop too: small requests that only read, though their work and
+answer can be large (a large answer is read on a thread); they keep the full deadline."""
 
 
 class LinuxSandboxProvider(Provider):
@@ -117,22 +120,25 @@ class LinuxSandboxProvider(Provider):
         return process.pid if process is not None else None
 
     async def call(self, op: str, **kwargs: Any) -> Any:
-        """Quick calls through this loop's reply queue; the rest via the provider's thread.
+        """Reads through this loop's reply queue; the rest via the provider's thread.
 
         A round trip is tens of µs, less than a hop to a thread and back, and a
         queue keeps the worker busy while the loop serves other work. Starting
         the worker never runs on the loop.
         """
         loop = asyncio.get_running_loop()
-        quick = op in QUICK_OPS
+        from_loop = op in QUICK_OPS or op in SCAN_OPS
+        timeout = self.call_timeout_s
+        if op in QUICK_OPS:
+            timeout = min(timeout, QUICK_TIMEOUT_S)
         while True:
             queue = self._open_queue(loop)
             if queue is not None:
-                if quick and queue.takes():
+                if from_loop and queue.takes():
                     if queue.full():
                         await queue.room()
                         continue
-                    return await queue.send(op, kwargs, min(self.call_timeout_s, QUICK_TIMEOUT_S))
+                    return await queue.send(op, kwargs, timeout)
                 queue.draining = True
                 await asyncio.shield(queue.idle)
                 continue
@@ -142,11 +148,11 @@ class LinuxSandboxProvider(Provider):
             async with turn:
                 if self._open_queue(loop) is not None:
                     continue  # started while this call waited for its turn
-                if not quick or not self._worker_alive() or not self._lock.acquire(False):
+                if not from_loop or not self._worker_alive() or not self._lock.acquire(False):
                     return await loop.run_in_executor(self._thread(), self.call_sync, op, kwargs)
                 assert self._slot.sock is not None
                 self._queue = ReplyQueue(loop, self._slot.sock, self)
-                answer = self._queue.send(op, kwargs, min(self.call_timeout_s, QUICK_TIMEOUT_S))
+                answer = self._queue.send(op, kwargs, timeout)
             return await answer
 
     def _open_queue(self, loop: asyncio.AbstractEventLoop) -> ReplyQueue | None:
@@ -236,8 +242,7 @@ class LinuxSandboxProvider(Provider):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise wire.WireError("timed out waiting for the peer")
-            ready, _, _ = select.select([sock], [], [], min(left, STALL_CHECK_S))
-            if ready:
+            if wire.wait_readable(sock.fileno(), min(left, STALL_CHECK_S)):
                 return wire.recv_message(sock, deadline)
             if self._slot.is_stopped():
                 raise WorkerStalled

@@ -5,7 +5,11 @@ wait for each other's answers before they are sent: their small requests go
 down the socket as they come (up to ``MAX_IN_FLIGHT``), the worker works through
 them back to back, and the loop reads every answer that is there when the
 socket turns readable (``add_reader``). No thread is woken, and the loop serves
-other work while the worker computes.
+other work while the worker computes. A request sent with nothing in flight
+and nothing else ready to run on the loop waits for its answer in place for up
+to ``DIRECT_WAIT_S`` first: a quick answer is there in tens of µs, and taking it
+at once spares the registration, the loop's wake-up and the timer; only a slower
+one is left to the loop.
 
 The queue holds the provider's lock from its first request to its last answer,
 so a call from a thread (or another loop) waits until it has drained. A timer
@@ -34,6 +38,12 @@ STALL_CHECK_S = 0.1
 MAX_IN_FLIGHT = 8
 """Requests sent ahead of their answers; a few small ones never fill a socket buffer,
 so the loop's send cannot block on a worker that is itself blocked sending."""
+DIRECT_WAIT_S = 0.002
+"""How long a lone request waits for its answer on the loop before the loop is told to
+watch the socket: a quick answer takes tens of µs, far less than the registration and
+the wake-ups of the watched path, and the loop is held no longer than this. The wait
+polls all along (yielding the CPU between looks): the loop is held either way, and a
+process that never sleeps is not woken late."""
 
 
 class WorkerStalled(Exception):
@@ -82,6 +92,9 @@ class ReplyQueue:
         self._deadline = 0.0
         self._timer: asyncio.TimerHandle | None = None
         self._on_thread = False
+        self._watching = False
+        """Whether the loop watches the socket for this queue (a lone answer taken at
+        once never needed it)."""
         self._room: asyncio.Future[None] | None = None
 
     def takes(self) -> bool:
@@ -110,8 +123,13 @@ class ReplyQueue:
         answer: asyncio.Future[Any] = self.loop.create_future()
         self._pending.append(_Pending(op, timeout, answer))
         if len(self._pending) == 1:
-            self.loop.add_reader(self._fd, self._readable)
-            self._head_started()
+            self._deadline = time.monotonic() + timeout
+            wait = min(timeout, DIRECT_WAIT_S)
+            if _nothing_else_ready(self.loop) and wire.wait_readable(self._fd, wait, spin=wait):
+                self._readable()
+            if self._pending and not self._on_thread:
+                self._watch(True)
+                self._head_started()
         return answer
 
     def _readable(self) -> None:
@@ -140,7 +158,7 @@ class ReplyQueue:
 
     def _read_on_thread(self, head: _Pending) -> None:
         self._on_thread = True
-        self.loop.remove_reader(self._fd)
+        self._watch(False)
         reading = self.loop.run_in_executor(
             self._owner.finishing_thread(), wire.recv_message, self._sock, self._deadline
         )
@@ -154,7 +172,7 @@ class ReplyQueue:
             return
         self._answered(head, reading.result())
         if not self.closed:
-            self.loop.add_reader(self._fd, self._readable)
+            self._watch(True)
 
     def _answered(self, head: _Pending, reply: Any) -> None:
         self._pending.popleft()
@@ -210,13 +228,30 @@ class ReplyQueue:
         if self.closed:
             return
         self.closed = True
-        self.loop.remove_reader(self._fd)
+        self._watch(False)
         if self._timer is not None:
             self._timer.cancel()
         self._owner.release()
         self.idle.set_result(None)
         self._made_room()
 
+    def _watch(self, on: bool) -> None:
+        if on and not self._watching:
+            self.loop.add_reader(self._fd, self._readable)
+        elif self._watching and not on:
+            self.loop.remove_reader(self._fd)
+        self._watching = on
+
     def _made_room(self) -> None:
         if self._room is not None and not self._room.done():
             self._room.set_result(None)
+
+
+def _nothing_else_ready(loop: asyncio.AbstractEventLoop) -> bool:
+    """Whether no other callback waits to run on ``loop``: then a lone call may wait
+    for its answer in place. With others ready (concurrent callers), the request goes
+    ahead and the loop runs them, so their requests follow it down the socket and the
+    worker answers them back to back. asyncio's own loops keep what is ready in
+    ``_ready``; a loop without one (uvloop) is taken as busy: the pipelined way."""
+    ready = getattr(loop, "_ready", None)
+    return ready is not None and not ready
