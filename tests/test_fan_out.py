@@ -4,8 +4,12 @@ once no call runs any more, the rest skipped."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -119,3 +123,46 @@ def test_a_batch_whose_helper_threads_cannot_start_runs_on_the_calling_thread(
     run_each(calls, groups(10, 3))
     assert calls.done == list(range(30))
     assert calls.threads == {threading.get_ident()}
+
+
+CONFINED_FAN_OUT = """
+import os, sys, threading
+from tinyagent_fs.ops import fan_out
+from tinyagent_fs.sandbox import landlock_rules, seccomp_filter
+
+root = sys.argv[1]
+landlock_rules.restrict_self(landlock_rules.LandlockRules(writable=(root,), readable=()))
+seccomp_filter.install_filter()
+assert seccomp_filter.filter_mode() == seccomp_filter.SECCOMP_MODE_FILTER
+fan_out.SLOW_CALL = 0.0  # helpers from the first probe on
+threads = set()
+
+def create(name):
+    os.close(os.open(os.path.join(root, name), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    threads.add(threading.get_ident())
+
+groups = [[f"{group}-{item}" for item in range(fan_out.PROBE)] for group in range(6)]
+fan_out.run_each(create, groups)
+print(len(threads), len(os.listdir(root)))
+"""
+
+
+def test_helper_threads_start_and_create_files_under_the_workers_confinement(
+    tmp_path: Path,
+) -> None:
+    """The sandbox worker commits under Landlock and its seccomp filter: helper
+    threads must start and create files there too (they inherit both)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", CONFINED_FAN_OUT, str(project)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(fan_out.__file__).parents[2])},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    threads, files = map(int, done.stdout.split())
+    assert files == 6 * PROBE
+    assert threads > 1, "no helper thread ran under the confinement"
