@@ -197,6 +197,19 @@ def wait_for_audit(path: Path, predicate: Callable[[dict], bool], timeout: float
     raise AssertionError(f"no matching audit event in {path}: {audit_lines(path)[-3:]}")
 
 
+def wait_for_only_row(page: Any, event_id: str) -> None:
+    """Wait until a filter leaves one row, that event's (the filter before may also
+    have left one row, another one, until this filter is applied)."""
+    page.wait_for_function(
+        """([rows, id]) => {
+            const shown = document.querySelectorAll(rows);
+            return shown.length === 1 && shown[0].dataset.eventId === id;
+        }""",
+        arg=[ROW, event_id],
+        timeout=5000,
+    )
+
+
 def seconds_until_row(page: Any, event_id: str) -> float:
     """How long after the event reached the log its row took to show in the sidebar.
 
@@ -274,12 +287,10 @@ def test_the_sidebar_follows_approved_and_denied_calls(
     shot(page, "05-denied-and-escape")
 
     page.locator(f"{PANEL} select[data-filter='outcome']").select_option("denied")
-    page.wait_for_function("n => document.querySelectorAll(n).length === 1", arg=ROW, timeout=5000)
-    assert page.locator(ROW).first.get_attribute("data-event-id") == denied["event_id"]
+    wait_for_only_row(page, denied["event_id"])
     page.locator(f"{PANEL} select[data-filter='outcome']").select_option("")
     page.locator(f"{PANEL} .jp-TinyAgentFS-search").fill("app.py")
-    page.wait_for_function("n => document.querySelectorAll(n).length === 1", arg=ROW, timeout=5000)
-    assert page.locator(ROW).first.get_attribute("data-event-id") == edit["event_id"]
+    wait_for_only_row(page, edit["event_id"])
     page.locator(f"{PANEL} .jp-TinyAgentFS-search").fill("")
     page.wait_for_function("n => document.querySelectorAll(n).length >= 3", arg=ROW)
 
