@@ -341,6 +341,19 @@ async def test_daemons_escaping_the_process_group_die_with_the_worker(sandbox: S
     assert not any(is_running(pid) for pid in inside)
 
 
+def ops_on_the_thread(provider: Any) -> list[str]:
+    """The ops ``provider`` runs through its thread from now on (they still run)."""
+    threaded: list[str] = []
+    call_sync = provider.call_sync
+
+    def counted(op: str, kwargs: dict) -> object:
+        threaded.append(op)
+        return call_sync(op, kwargs)
+
+    provider.call_sync = counted
+    return threaded
+
+
 async def test_quick_calls_from_the_loop_each_get_their_answer_without_a_thread(
     sandbox: Sandbox,
 ) -> None:
@@ -350,14 +363,7 @@ async def test_quick_calls_from_the_loop_each_get_their_answer_without_a_thread(
     for index in range(30):
         (sandbox.root / f"f{index}.txt").write_bytes(b"file %d\n" % index)
     await provider.call("ping")
-    threaded: list[str] = []
-    call_sync = provider.call_sync
-
-    def counted(op: str, kwargs: dict) -> object:
-        threaded.append(op)
-        return call_sync(op, kwargs)
-
-    provider.call_sync = counted  # type: ignore[method-assign]
+    threaded = ops_on_the_thread(provider)
     answers = await asyncio.gather(
         *(
             provider.call("read_bytes", path=str(sandbox.root / f"f{index}.txt"), max_bytes=99)
@@ -495,14 +501,7 @@ async def test_listings_and_searches_from_the_loop_get_their_answers_without_a_t
     for index in range(40):
         (sandbox.root / f"f{index:02d}.txt").write_bytes(b"needle %d\n" % index)
     await provider.call("ping")
-    threaded: list[str] = []
-    call_sync = provider.call_sync
-
-    def counted(op: str, kwargs: dict) -> object:
-        threaded.append(op)
-        return call_sync(op, kwargs)
-
-    provider.call_sync = counted  # type: ignore[method-assign]
+    threaded = ops_on_the_thread(provider)
     scan = {"root": str(sandbox.root), "denied_patterns": []}
     listing, found, *reads = await asyncio.gather(
         provider.call(

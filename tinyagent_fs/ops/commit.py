@@ -4,11 +4,11 @@ The sequence is: check every planned hash (a mismatch is a CONFLICT and nothing
 is touched); stage new contents in temp siblings (from a few threads for a
 large batch: see ``fan_out``) and make them durable (one fsync each, or one
 syncfs for a large batch: see ``durable``); move old files aside as hard-linked
-backups; rename the staged files into place; make the
-directories durable (once each); drop the backups. A failure at any step
-restores the backups. Temp and backup names carry the change id, so a commit
-killed half-way can be found and rolled back (or, once every file is in its new
-state, completed) by :func:`recover_commit`.
+backups; rename the staged files into place; make the directories durable (once
+each); drop the backups. A failure at any step restores the backups. Temp and
+backup names carry the change id, so a commit killed half-way can be found and
+rolled back (or, once every file is in its new state, completed) by
+:func:`recover_commit`.
 """
 
 from __future__ import annotations

@@ -185,7 +185,9 @@ class Pipeline:
                 self.ctx.read_state.remember(change.path, None)
                 self.ctx.read_state.remember(change.dest, change.new_bytes, change.new_hash)
             else:
-                self.ctx.read_state.remember(change.path, change.new_bytes, change.new_hash)
+                self.ctx.read_state.remember(
+                    change.path, change.new_bytes, change.new_hash, plan.new_view(change)
+                )
         if plan.after_commit is not None:
             plan.after_commit(changeset)
         return report

@@ -7,7 +7,7 @@ returns a Plan. Review, commit, journal and audit are the pipeline's job.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -98,21 +98,11 @@ def _known_lines(change: FileChange, old: DecodedText | None) -> int | None:
     return old.lines + added - removed
 
 
-def _remembering(
-    ctx: ToolContext, path: Path, new: bytes, view: DecodedText | None
-) -> Callable[[ChangeSet], None] | None:
-    """After the commit, the read state keeps ``view``, the decoding of the planned
-    ``new`` bytes, unless review replaced them: the next change of the file then
-    needs no decoding."""
-    if view is None:
-        return None
-
-    def remember(final: ChangeSet) -> None:
-        for change in final.changes:
-            if change.path == path and change.new_bytes is new:
-                ctx.read_state.remember(path, new, change.new_hash, view)
-
-    return remember
+def _views(
+    path: Path, new: bytes, view: DecodedText | None
+) -> dict[Path, tuple[bytes, DecodedText]]:
+    """``Plan.new_views`` for one file: the next change of it then needs no decoding."""
+    return {} if view is None else {path: (new, view)}
 
 
 async def _missing_folders(ctx: ToolContext, path: Path, create_dirs: bool) -> list[Path]:
@@ -177,7 +167,7 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         )
 
     view = encoded_view(text, new, like, lines)
-    return Plan(changeset, render, {path: like}, _remembering(ctx, path, new, view))
+    return Plan(changeset, render, {path: like}, new_views=_views(path, new, view))
 
 
 async def plan_edit_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
@@ -283,7 +273,7 @@ def _edit_plan(
             },
         )
 
-    return Plan(changeset, render, {path: decoded}, _remembering(ctx, path, new, view))
+    return Plan(changeset, render, {path: decoded}, new_views=_views(path, new, view))
 
 
 FILE = string("File path relative to the project root.", minLength=1)
