@@ -1,29 +1,34 @@
 """The commit's own check that every file still holds what the change was planned
 against (the bytes an in-process caller passes), down to the last byte, whatever the
-file's size; and the mode a rewritten file keeps."""
+file's size, also while a large commit stages its new bytes meanwhile; and the mode
+a rewritten file keeps."""
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.ops.commit import COMPARE_BLOCK, commit_changes
+from tinyagent_fs.ops import commit as commit_module
+from tinyagent_fs.ops.commit import COMPARE_BLOCK, OVERLAP_FROM, commit_changes
 
 SMALL = b"one\ntwo\n"
 LARGE = bytes(range(256)) * (COMPARE_BLOCK // 256 * 2 + 3)  # two full blocks and a bit
+NEW = {"small new": b"new\n", "large new": b"new\n" * (OVERLAP_FROM // 4)}
+"""New contents below and at ``OVERLAP_FROM``: the second is staged while checking."""
 
 
-def change(path: Path, planned: bytes) -> dict[str, object]:
+def change(path: Path, planned: bytes, new: bytes = NEW["small new"]) -> dict[str, object]:
     return {
         "kind": "modify",
         "path": str(path),
         "expected_hash": "unused: the planned bytes are compared",
         "expected_bytes": planned,
-        "new_bytes": b"new\n",
+        "new_bytes": new,
         "mode": None,
     }
 
@@ -68,29 +73,58 @@ CHANGES: dict[str, Callable[[Path], None]] = {
 }
 
 
+@pytest.mark.parametrize("new", NEW.values(), ids=NEW.keys())
 @pytest.mark.parametrize("planned", [SMALL, LARGE], ids=["small", "large"])
 @pytest.mark.parametrize("how", CHANGES.values(), ids=CHANGES.keys())
 def test_a_file_changed_since_planning_is_a_conflict_and_left_alone(
-    tmp_path: Path, planned: bytes, how: Callable[[Path], None]
+    tmp_path: Path, planned: bytes, how: Callable[[Path], None], new: bytes
 ) -> None:
     path = tmp_path / "file.bin"
     path.write_bytes(planned)
     how(path)
     before = path.read_bytes()
     with pytest.raises(ToolError) as caught:
-        commit_changes("c0ffee000001", [change(path, planned)])
+        commit_changes("c0ffee000001", [change(path, planned, new)])
     assert caught.value.code is ErrorCode.CONFLICT
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir() if ".tafs-" in p.name) == []
 
 
+@pytest.mark.parametrize("new", NEW.values(), ids=NEW.keys())
 @pytest.mark.parametrize("planned", [SMALL, LARGE, b""], ids=["small", "large", "empty"])
-def test_an_unchanged_file_is_rewritten_keeping_its_mode(tmp_path: Path, planned: bytes) -> None:
+def test_an_unchanged_file_is_rewritten_keeping_its_mode(
+    tmp_path: Path, planned: bytes, new: bytes
+) -> None:
     path = tmp_path / "script.sh"
     path.write_bytes(planned)
     path.chmod(0o751)
-    report = commit_changes("c0ffee000002", [change(path, planned)])
+    report = commit_changes("c0ffee000002", [change(path, planned, new)])
     assert report["files"] == 1
-    assert path.read_bytes() == b"new\n"
+    assert path.read_bytes() == new
     assert os.stat(path).st_mode & 0o777 == 0o751
     assert [p.name for p in tmp_path.iterdir()] == ["script.sh"]
+
+
+@pytest.mark.parametrize("new", NEW.values(), ids=NEW.keys())
+def test_a_large_commit_stages_on_another_thread_while_this_one_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new: bytes
+) -> None:
+    path = tmp_path / "file.bin"
+    path.write_bytes(LARGE)
+    threads: dict[str, int] = {}
+    holds, write_staged = commit_module._holds, commit_module._write_staged
+
+    def checking(*args: object) -> object:
+        threads["check"] = threading.get_ident()
+        return holds(*args)  # type: ignore[arg-type]
+
+    def staging(*args: object) -> object:
+        threads["stage"] = threading.get_ident()
+        return write_staged(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(commit_module, "_holds", checking)
+    monkeypatch.setattr(commit_module, "_write_staged", staging)
+    commit_changes("c0ffee000003", [change(path, LARGE, new)])
+    assert path.read_bytes() == new
+    assert threads["check"] == threading.get_ident()
+    assert (threads["stage"] != threads["check"]) is (len(new) >= OVERLAP_FROM)

@@ -3,8 +3,9 @@ removed or created is restored, every temp file and made folder is gone, modes t
 
 The failure is real: the N-th filesystem call the commit makes inside the project
 raises ENOSPC (or EIO), for every N of a commit that creates, modifies, deletes,
-moves and makes a folder at once; and for a commit wide enough that its temp
-files are written from several threads (``ops.fan_out``).
+moves and makes a folder at once; for a commit wide enough that its temp files
+are written from several threads (``ops.fan_out``); and for one large enough that
+it stages while it checks the planned contents (``ops.commit.OVERLAP_FROM``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import pytest
 
 from tinyagent_fs import FileTools
 from tinyagent_fs.hooks import AutoApprovePolicy
-from tinyagent_fs.ops import fan_out
+from tinyagent_fs.ops import commit, fan_out
 from tinyagent_fs.providers import LocalProvider
 
 CALLS = (
@@ -142,13 +143,19 @@ def project(tmp_path: Path) -> Iterator[Path]:
 
 
 async def apply_with(
-    root: Path, monkeypatch: pytest.MonkeyPatch, fault: FailAt | None, patch: str = PATCH
+    root: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    fault: FailAt | None,
+    patch: str = PATCH,
+    overlap: bool = False,
 ) -> object:
     fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
     try:
         await fs.read_file("change.txt")  # plan and review happen unfaulted
         if patch is WIDE_PATCH:  # every call counts as slow: helper threads always join
             monkeypatch.setattr(fan_out, "SLOW_CALL", 0.0)
+        if overlap:  # staged on another thread while the planned contents are checked
+            monkeypatch.setattr(commit, "OVERLAP_FROM", 0)
         if fault is not None:
             for name in CALLS:
                 monkeypatch.setattr(os, name, fault.wrap(name, getattr(os, name)))
@@ -182,21 +189,27 @@ async def test_a_wide_commit_writes_its_temp_files_from_several_threads(
 
 
 @pytest.mark.parametrize(
-    ("errno_", "wide"), [(errno.ENOSPC, False), (errno.EIO, False), (errno.ENOSPC, True)]
+    ("errno_", "wide", "overlap"),
+    [
+        (errno.ENOSPC, False, False),
+        (errno.EIO, False, False),
+        (errno.ENOSPC, True, False),
+        (errno.ENOSPC, False, True),
+    ],
 )
 async def test_a_failure_at_any_step_rolls_the_whole_commit_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, errno_: int, wide: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, errno_: int, wide: bool, overlap: bool
 ) -> None:
     patch = WIDE_PATCH if wide else PATCH
     counting = fill(tmp_path / "count", wide)
     counter = FailAt(counting, step=0, errno_=errno_)
-    assert (await apply_with(counting, monkeypatch, counter, patch)).ok  # type: ignore[attr-defined]
+    assert (await apply_with(counting, monkeypatch, counter, patch, overlap)).ok  # type: ignore[attr-defined]
     failed_steps = 0
     for step in range(1, counter.calls + 1):
         root = fill(tmp_path / f"step{step}", wide)
         before = state(root)
         fault = FailAt(root, step, errno_)
-        result = await apply_with(root, monkeypatch, fault, patch)
+        result = await apply_with(root, monkeypatch, fault, patch, overlap)
         assert fault.failed_in, f"step {step} was never reached"
         if result.ok:  # type: ignore[attr-defined]
             # Only a failure after the last rename (dropping backups, syncing folders)

@@ -3,9 +3,11 @@ use, outside the project, and a change's cost independent of the journal's size.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -162,6 +164,7 @@ def test_a_change_reads_no_manifest_however_many_entries_the_journal_holds(
         changeset = one_change(root, index)
         journal.begin(changeset)
         journal.finish(changeset.change_id)
+    journal.settle()
     reads: list[str] = []
     listings: list[int] = []
     read, listed = journal._read_manifest, journal._manifest_names
@@ -181,6 +184,7 @@ def test_a_change_reads_no_manifest_however_many_entries_the_journal_holds(
         changeset = one_change(root, 1000 + index)
         journal.begin(changeset)
         journal.finish(changeset.change_id)
+    journal.settle()  # the committed marks (and the prunes) are written behind
     assert reads == []
     assert len(listings) <= changes // PRUNE_SLACK  # one look at the size per batch
     entries = [p for p in journal.directory.iterdir() if ENTRY_NAME.fullmatch(p.name)]
@@ -257,3 +261,81 @@ def test_a_signed_manifest_reads_back_whole_and_any_edit_to_it_is_refused(tmp_pa
         assert forged != text
         with pytest.raises(ForgedEntry):
             signer.verified(forged, "c0ffee000003")
+
+
+def marker_names(journal: UndoJournal, change_id: str) -> list[str]:
+    return sorted(
+        path.name
+        for path in journal.directory.iterdir()
+        if change_id in path.name and path.suffix == ".json"
+    )
+
+
+def test_finish_returns_before_the_committed_mark_is_written_and_every_read_waits_for_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal = UndoJournal(tmp_path / "journal")
+    changeset = one_change(tmp_path / "project", 1)
+    journal.begin(changeset)
+    release, marking = threading.Event(), threading.Event()
+    write_mark = journal._write_mark
+
+    def held_mark(*args: object) -> None:
+        marking.set()
+        assert release.wait(10), "the test never released the mark"
+        write_mark(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(journal, "_write_mark", held_mark)
+    journal.finish(changeset.change_id)  # a synchronous mark would wait 10 s here
+    assert marking.wait(10)
+    stem = ENTRY_NAME.fullmatch(marker_names(journal, changeset.change_id)[0])
+    assert stem is not None and stem["pending"]
+    threading.Timer(0.2, release.set).start()
+    last = journal.last_undoable()  # waits for the mark, then finds the entry committed
+    assert last is not None and last.change_id == changeset.change_id
+    assert last.status == "committed"
+    assert [
+        ENTRY_NAME.fullmatch(n)["pending"] for n in marker_names(journal, changeset.change_id)
+    ] == [None]  # type: ignore[index]
+
+
+def test_a_mark_that_cannot_be_written_leaves_the_entry_pending_for_recovery(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    journal = UndoJournal(tmp_path / "journal")
+    tools = FileTools(
+        project, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False, journal=journal
+    )
+
+    def broken_overwrite(path: Path, data: bytes) -> None:
+        raise OSError(28, "No space left on device", str(path))
+
+    async def write_then_recover() -> None:
+        with monkeypatch.context() as patched:
+            patched.setattr(journal_module, "_overwrite", broken_overwrite)
+            written = await tools.write_file("a.txt", "new\n")
+            assert written.ok, written.text  # the file is committed all the same
+            with pytest.warns(RuntimeWarning, match="could not mark change"):
+                journal.settle()
+        change_id = written.data["change_id"]
+        assert journal.unwritten_marks == [change_id]
+        assert [entry.change_id for entry in journal.pending()] == [change_id]
+        restarted = FileTools(
+            project,
+            provider=LocalProvider(),
+            hooks=[AutoApprovePolicy()],
+            audit=False,
+            journal=UndoJournal(tmp_path / "journal"),
+        )
+        await restarted.read_file("a.txt")  # the first call recovers: every file is new
+        assert restarted.journal is not None
+        assert restarted.journal.pending() == []
+        undone = await restarted.undo()
+        assert undone.ok, undone.text
+        assert not (project / "a.txt").exists()
+        await restarted.close()
+        await tools.close()
+
+    asyncio.run(write_then_recover())

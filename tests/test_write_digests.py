@@ -8,11 +8,12 @@ import hashlib
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
 
-from tinyagent_fs import FileTools
+from tinyagent_fs import FileTools, digest
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.digest import MEMO_FROM_BYTES
 from tinyagent_fs.hooks import Decision, ToolCall
@@ -44,6 +45,26 @@ async def test_a_write_over_the_toolkits_own_content_hashes_only_the_new_bytes(
     assert logged["sha256"] == hashlib.sha256(second.encode()).hexdigest()
     assert (await fs.undo()).ok
     assert (project / "big.txt").read_text() == first
+
+
+async def test_the_new_bytes_of_a_1_mb_write_are_hashed_on_the_hashing_thread(
+    fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ "1 MB" as people write it (1,000,000 bytes, under 1 MiB) is hashed ahead: the
+    journal waits for that digest before the commit starts."""
+    threads: dict[int, str] = {}
+    real = digest._sha256
+
+    def named(data: bytes) -> str:
+        threads[len(data)] = threading.current_thread().name
+        return real(data)
+
+    monkeypatch.setattr(digest, "_sha256", named)
+    content = "x" * 999_999 + "\n"
+    written = await fs.write_file("big.txt", content)
+    assert written.ok, written.text
+    assert threads[len(content)].startswith("tinyagent-fs-hash")
+    assert (project / "big.txt").read_text() == content
 
 
 async def test_content_changed_on_disk_after_the_toolkits_write_is_still_a_conflict(
@@ -89,6 +110,7 @@ async def test_the_old_content_the_journal_keeps_leaves_the_page_cache(
         if found is not None and found["change_id"] == written.data["change_id"]
     ]
     assert len(kept) == 1
+    fs.journal.settle()  # the page-cache drop goes with the committed mark, written behind
     assert resident_bytes(kept[0]) == 0  # looked at before reading it back
     assert kept[0].read_text() == first
 

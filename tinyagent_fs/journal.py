@@ -33,6 +33,15 @@ entry for several steps is flushed (its files and the journal directory) before
 the commit starts, because after a power loss recovery needs it to put a
 half-applied change back. The ``committed`` mark is never flushed: recovery
 completes a pending entry whose files all hold their new state.
+
+That mark is also written behind the caller: :meth:`UndoJournal.finish` hands it
+to one background thread and returns, so a tool call does not wait for a
+manifest rewrite, a rename and a page-cache drop (0.35 ms of a 1 MB write's 4)
+after its files are already committed and durable. Every read of the journal
+(undo, recovery, :meth:`UndoJournal.settle`, closing the toolkit) first waits
+for the marks handed over, so nothing ever reads an entry whose mark is still
+on its way. A mark that cannot be written leaves its entry pending, which is
+what a process killed before the mark leaves too: recovery completes it.
 """
 
 from __future__ import annotations
@@ -42,7 +51,10 @@ import hashlib
 import os
 import re
 import secrets
+import threading
 import time
+import warnings
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +77,8 @@ ENTRY_NAME = re.compile(
 id, and ``.pending`` while its commit has not finished. The entry's other files
 are named ``<stem>.<n>.old`` and ``<stem>.<n>.dest``."""
 PENDING = ".pending"
+_marking: ThreadPoolExecutor | None = None
+_marking_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -109,6 +123,11 @@ class UndoJournal:
         """Entries begun here and not yet finished: stem and manifest, so that finishing
         one reads nothing back."""
         self._finished_since_prune = PRUNE_SLACK  # the first finish looks at the size
+        self._marks: list[Future[None]] = []
+        """Committed marks handed to the marking thread and not yet waited for."""
+        self._marks_lock = threading.Lock()
+        self.unwritten_marks: list[str] = []
+        """Change ids whose committed mark could not be written (left pending)."""
 
     def begin(self, changeset: ChangeSet) -> None:
         """Keep the old bytes of every file before the commit touches any of them."""
@@ -124,10 +143,38 @@ class UndoJournal:
         self._unfinished[change_id] = (stem, manifest)
 
     def finish(self, change_id: str) -> None:
-        """Mark the entry committed: its manifest rewritten in place, then renamed."""
-        stem, manifest = self._unfinished.pop(change_id, (None, None))
-        if stem is None or manifest is None:
-            stem, manifest = self._find(check_change_id(change_id))
+        """Mark the entry committed, behind the caller (see the module's docstring)."""
+        check_change_id(change_id)
+        unfinished = self._unfinished.pop(change_id, None)
+        with self._marks_lock:
+            self._marks.append(_marker().submit(self._mark_committed, change_id, unfinished))
+
+    def settle(self) -> None:
+        """Return once every committed mark handed over so far is written (or has
+        failed, leaving its entry pending: see ``unwritten_marks``)."""
+        with self._marks_lock:
+            marks, self._marks = self._marks, []
+        for mark in marks:
+            mark.result()
+
+    def _mark_committed(
+        self, change_id: str, unfinished: tuple[str, dict[str, Any]] | None
+    ) -> None:
+        """The manifest rewritten in place with status ``committed``, then renamed."""
+        try:
+            self._write_mark(change_id, unfinished)
+        except Exception as exc:  # the entry stays pending: recovery completes it
+            self.unwritten_marks.append(change_id)
+            warnings.warn(
+                f"tinyagent_fs: the undo journal could not mark change {change_id} "
+                f"committed ({type(exc).__name__}: {exc}); it stays pending until "
+                "recovery completes it at the next start",
+                RuntimeWarning,
+                stacklevel=1,
+            )
+
+    def _write_mark(self, change_id: str, unfinished: tuple[str, dict[str, Any]] | None) -> None:
+        stem, manifest = unfinished if unfinished is not None else self._find(change_id)
         if stem is None or manifest is None:
             return
         manifest["status"] = "committed"
@@ -153,6 +200,7 @@ class UndoJournal:
             self._remove_entries({stem})
 
     def mark_undone(self, change_id: str, undone_by: str) -> None:
+        self.settle()
         stem, manifest = self._find(check_change_id(change_id))
         if stem is not None and manifest is not None:
             manifest["undone_by"] = undone_by
@@ -160,12 +208,14 @@ class UndoJournal:
 
     def get(self, change_id: str) -> JournalEntry | None:
         """The entry, None if there is none; a malformed id or a forged entry is an error."""
+        self.settle()
         _, manifest = self._find(check_change_id(change_id))
         return None if manifest is None else self._entry(manifest)
 
     def last_undoable(self) -> JournalEntry | None:
         """The newest committed entry not undone yet, reading manifests newest first
         only until it is found."""
+        self.settle()
         for found in reversed(self._manifest_names()):
             if found["pending"]:
                 continue
@@ -180,6 +230,7 @@ class UndoJournal:
     def pending(self) -> list[JournalEntry]:
         """Entries of interrupted commits, oldest first; one that does not verify is
         skipped, not used. Only the manifests still named pending are read."""
+        self.settle()
         entries = []
         for found in self._manifest_names():
             if not found["pending"]:
@@ -335,6 +386,15 @@ class UndoJournal:
             files=files,
             undone_by=manifest.get("undone_by"),
         )
+
+
+def _marker() -> ThreadPoolExecutor:
+    """The one thread that writes committed marks, for every journal of the process."""
+    global _marking
+    with _marking_lock:
+        if _marking is None:
+            _marking = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-journal")
+        return _marking
 
 
 def _overwrite(path: Path, data: bytes) -> None:

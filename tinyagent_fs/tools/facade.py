@@ -96,6 +96,8 @@ class FileTools:
         self.limiter.reset()
 
     async def close(self) -> None:
+        if self.journal is not None:
+            self.journal.settle()
         await self.provider.close()
 
     async def __aenter__(self) -> FileTools:
