@@ -128,3 +128,23 @@ def test_a_large_commit_stages_on_another_thread_while_this_one_checks(
     assert path.read_bytes() == new
     assert threads["check"] == threading.get_ident()
     assert (threads["stage"] != threads["check"]) is (len(new) >= OVERLAP_FROM)
+
+
+class NoThreads:
+    def submit(self, *args: object) -> None:
+        raise RuntimeError("can't start new thread")
+
+
+def test_a_large_commit_without_a_staging_thread_checks_then_stages_on_this_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "file.bin"
+    path.write_bytes(LARGE)
+    monkeypatch.setattr(commit_module, "_stager", NoThreads)
+    commit_changes("c0ffee000004", [change(path, LARGE, NEW["large new"])])
+    assert path.read_bytes() == NEW["large new"]
+    grow(path)
+    with pytest.raises(ToolError) as caught:
+        commit_changes("c0ffee000005", [change(path, NEW["large new"], b"other\n" * 99999)])
+    assert caught.value.code is ErrorCode.CONFLICT
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.bin"]

@@ -27,6 +27,7 @@ import shutil
 import stat as stat_module
 import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,14 +41,18 @@ PROC_FD = "/proc/self/fd/"
 TEMP_MARK = ".tafs-"
 COMPARE_BLOCK = 256 * 1024
 OVERLAP_FROM = 256 * 1024
-"""New bytes in one commit from which staging overlaps the check (starting a
-thread costs some 50 us: below this the overlap would save less)."""
+"""New bytes in one commit from which staging overlaps the check (handing work to
+a thread costs 30-60 us: below this the overlap would save less)."""
+STAGERS = 2
+"""Staging threads: one per commit running at once in this process, up to two."""
 
 _last_written: tuple[str, str, bytes] | None = None
 """Path, digest and bytes of the last file a commit wrote, when the caller gave
 the digest (``new_hash``): the next change of that file is usually planned
 against those bytes, and comparing the file with them spares hashing it (3 ms
 for 5 MB in a sandboxed worker, which has no planned bytes to compare with)."""
+_staging_pool: ThreadPoolExecutor | None = None
+_staging_lock = threading.Lock()
 
 
 @dataclass
@@ -171,20 +176,11 @@ def _verify(pairs: list[tuple[_Step, dict[str, Any]]]) -> None:
 
 
 def _meanwhile(background: Callable[[], None], foreground: Callable[[], None]) -> None:
-    """Run ``background`` on another thread while ``foreground`` runs here; raise
+    """Run ``background`` on the staging thread while ``foreground`` runs here; raise
     ``foreground``'s error first, once both are done. Without a thread, one after
     the other (``foreground`` first)."""
-    errors: list[BaseException] = []
-
-    def run() -> None:
-        try:
-            background()
-        except BaseException as exc:  # re-raised below, in the caller
-            errors.append(exc)
-
-    helper = threading.Thread(target=run, name="tinyagent-fs-stage")
     try:
-        helper.start()
+        running = _stager().submit(background)
     except RuntimeError:  # no thread may start (a process limit)
         foreground()
         background()
@@ -192,9 +188,19 @@ def _meanwhile(background: Callable[[], None], foreground: Callable[[], None]) -
     try:
         foreground()
     finally:
-        helper.join()
-    if errors:
-        raise errors[0]
+        error = running.exception()  # waits for it either way
+    if error is not None:
+        raise error
+
+
+def _stager() -> ThreadPoolExecutor:
+    """The thread that stages large commits (kept: starting one costs twice as much
+    as handing it work)."""
+    global _staging_pool
+    with _staging_lock:
+        if _staging_pool is None:
+            _staging_pool = ThreadPoolExecutor(STAGERS, thread_name_prefix="tinyagent-fs-stage")
+        return _staging_pool
 
 
 def _keep_last_written(steps: list[_Step], changes: list[dict[str, Any]]) -> None:
