@@ -127,8 +127,58 @@ def test_a_symlink_mode_is_refused() -> None:
     )
 
 
+_HEAD = "--- a/f\n+++ b/f\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "@@ -1,2 +1,2 @@\n a\n-b\n",
+            "patch line 3: the hunk '@@ -1,2 +1,2 @@' is cut short (the patch ends) after 2 of "
+            "2 old and 1 of 2 new lines",
+        ),
+        (
+            "@@ -1,2 +1,2 @@\n a\nxb\n+c\n",
+            "patch line 3: the hunk '@@ -1,2 +1,2 @@' is cut short (line 5 is no hunk line) "
+            "after 1 of 2 old and 1 of 2 new lines",
+        ),
+        (
+            "@@ -1,2 +1,2 @@\n\\ No newline at end of file\n a\n-b\n+c\n",
+            "patch line 4: '\\ No newline at end of file' must follow a hunk line",
+        ),
+        (
+            "@@ -0,0 +0,0 @@\n\\ No newline at end of file\n",
+            "patch line 4: '\\ No newline at end of file' must follow a hunk line",
+        ),
+        (
+            "@@ -1,2 +1 @@\n a\n+c\n-b\n",
+            "patch line 5: the hunk '@@ -1,2 +1 @@' has more lines than its header counts",
+        ),
+    ],
+)
+def test_a_malformed_hunk_body_is_refused_at_the_line_that_goes_wrong(
+    body: str, message: str
+) -> None:
+    assert parse_error(_HEAD + body).message == message
+
+
+def test_no_newline_markers_belong_to_the_line_before_them() -> None:
+    (file,) = parse_patch(
+        _HEAD + "@@ -1,3 +1,3 @@\n a\n\\ x\n\\ y\n-b\n\n+c\n\\ No newline at end of file\n"
+    ).files
+    (hunk,) = file.hunks
+    assert [(line.op, line.text, line.no_newline) for line in hunk.lines] == [
+        (" ", "a", True),
+        ("-", "b", False),
+        (" ", "", False),
+        ("+", "c", True),
+    ]
+    assert not hunk.end_of_file  # the old side's last line ("") has its newline
+
+
 def test_apply_file_patch_is_pure_and_uses_the_given_newline() -> None:
-    hunk = Hunk((HunkLine(" ", "a"), HunkLine("+", "b")), "@@", 1)
+    hunk = Hunk.of((HunkLine(" ", "a"), HunkLine("+", "b")), "@@", 1)
     patch = FilePatch("update", "f.txt", hunks=(hunk,))
     assert apply_file_patch(patch, "a\r\nz\r\n", "\r\n") == "a\r\nb\r\nz\r\n"
     assert apply_file_patch(FilePatch("delete", "f.txt"), "a\n", "\n") is None

@@ -107,17 +107,12 @@ def _in_file_encoding(fp: FilePatch, encoding: str | None) -> FilePatch:
     if encoding is None or encoding.startswith("utf"):
         return fp
     hunks = tuple(
-        replace(hunk, lines=tuple(_line_in(line, encoding) for line in hunk.lines))
-        if any(has_escaped_bytes(line.text) for line in hunk.lines)
+        replace(hunk, texts=tuple(_transcoded(text, encoding) for text in hunk.texts))
+        if any(has_escaped_bytes(text) for text in hunk.texts)
         else hunk
         for hunk in fp.hunks
     )
     return replace(fp, hunks=hunks)
-
-
-def _line_in(line: HunkLine, encoding: str) -> HunkLine:
-    text = _transcoded(line.text, encoding)
-    return line if text is line.text else line._replace(text=text)
 
 
 def _transcoded(text: str, encoding: str) -> str:

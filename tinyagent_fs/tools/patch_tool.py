@@ -41,8 +41,7 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
 
     with paused_gc():
         planned = plan_patch(parsed, read_text, encoding_of)
-    # Tens of thousands of hunk lines, each a named tuple the collector tracks for as
-    # long as it lives: nothing may keep them alive through review and commit.
+    # Every hunk line's text: nothing needs them through review and commit.
     style = parsed.style
     del parsed
     new_dirs = await _missing_folders(
