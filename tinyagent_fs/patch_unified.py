@@ -9,6 +9,7 @@ sections (a commit message, ``Index:`` lines) is ignored, as ``git apply`` does.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -19,6 +20,9 @@ from tinyagent_fs.patch_model import FilePatch, Hunk, malformed
 DEV_NULL = "/dev/null"
 
 _UNPAIRED = "'--- <path>' must be followed by '+++ <path>'"
+_LF_ENDINGS = {"+": "\n", " ": "", "-": ""}
+"""The ending each kind of hunk line states in a patch that states endings, for a
+hunk none of whose lines ended in CRLF."""
 _MARKER_FIRST = "'\\ No newline at end of file' must follow a hunk line"
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
 _B_SIDE = re.compile(" (?=b/)")
@@ -96,6 +100,12 @@ class _Reader:
         self.first = first
         self.crlf = crlf
         self.ops = "".join([line[:1] or " " for line in lines])
+        self._crlf_sorted = sorted(crlf)
+
+    def has_crlf(self, first: int, stop: int) -> bool:
+        """Whether a patch line numbered ``first`` to ``stop - 1`` ended in CRLF."""
+        at = bisect_left(self._crlf_sorted, first)
+        return at < len(self._crlf_sorted) and self._crlf_sorted[at] < stop
 
 
 def _starts_file(lines: list[str], index: int) -> bool:
@@ -195,11 +205,13 @@ def _hunk(reader: _Reader, index: int) -> tuple[Hunk, int]:
         marks.add(len(ops) - 1)
         end += 1
     endings = None
-    if reader.crlf:
+    if reader.crlf and reader.has_crlf(reader.first + start, reader.first + end):
         endings = tuple(
             ("\r\n" if at in reader.crlf else "\n") if op == "+" else ""
             for op, at in zip(ops, numbers, strict=True)
         )
+    elif reader.crlf:
+        endings = tuple(map(_LF_ENDINGS.__getitem__, ops))
     last_old = max(ops.rfind(" "), ops.rfind("-"))
     hunk = Hunk(
         ops,
