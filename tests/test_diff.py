@@ -4,12 +4,13 @@ the hunks of two texts are exactly those of their split lines."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent_fs.changes import hunk_lines
+from tinyagent_fs.changes import ChangeKind, FileChange, hunk_lines
 from tinyagent_fs.diff import opcodes, text_hunks, unified_hunks
 from tinyagent_fs.text import split_lines
 
@@ -137,3 +138,26 @@ def test_text_hunks_of_crlf_and_cr_files_match_the_line_diff() -> None:
 def test_identical_texts_have_no_text_hunks() -> None:
     text = "".join(BIG)
     assert list(text_hunks(text, text)) == []
+
+
+# --- a change's diff: the marked line hunks, joined, and their +/- counts -------------
+
+
+@settings(max_examples=1000, deadline=None)
+@given(texts, texts, st.booleans())
+def test_a_change_shows_the_marked_line_hunks_and_counts_their_lines(
+    old: str, new: str, aligned: bool
+) -> None:
+    """Diffed here, or from the alignment a plan gives (as a patch's does)."""
+    root = Path("/project")
+    old_lines, new_lines = split_lines(old), split_lines(new)
+    known = tuple(opcodes(old_lines, new_lines)) if aligned else None
+    change = FileChange(
+        ChangeKind.MODIFY, root / "f", old.encode(), new.encode(), line_opcodes=known
+    )
+    hunks = hunk_lines(old_lines, new_lines)
+    shown = change.diff_lines(root)
+    assert "".join(shown[2:]) == "".join(hunks)  # after the --- / +++ lines, when any
+    assert shown[:2] == (["--- a/f\n", "+++ b/f\n"] if hunks else [])
+    firsts = [line[0] for line in hunks]
+    assert change.line_counts() == (firsts.count("+"), firsts.count("-"))
