@@ -17,6 +17,7 @@ from tinyagent_fs.patch import (
     parse_patch,
     plan_patch,
 )
+from tinyagent_fs.patch_apply import _LineSearch
 from tinyagent_fs.patch_parse import _crlf_lines
 from tinyagent_fs.text import line_count, split_lines
 
@@ -261,3 +262,20 @@ def test_crlf_line_numbers_are_those_of_split_lines(text: str) -> None:
     found = _crlf_lines(text, line_count(text))
     breaks = line_count(text) - (1 if text and text[-1] not in "\r\n" else 0)
     assert found == (ending_in_crlf if len(ending_in_crlf) < breaks else set())
+
+
+_PIECES = st.sampled_from(["a", "b", "\n", "\r\n", "\r", "a\n", "b\n", " \n", "\x0c"])
+
+
+@given(
+    st.lists(_PIECES, max_size=12).map("".join),
+    st.lists(st.sampled_from(["a", "b", "", " "]), max_size=4),
+    st.integers(-1, 6),
+)
+def test_a_hunk_fits_where_the_files_lines_are_its_old_lines(
+    text: str, needle: list[str], start: int
+) -> None:
+    lines = split_lines(text)
+    inside = start >= 0 and start + len(needle) <= len(lines)
+    window = [line.rstrip("\r\n") for line in lines[start : start + len(needle)]]
+    assert _LineSearch(text, lines).fits_at(needle, start) == (inside and window == needle)

@@ -108,7 +108,7 @@ def _in_file_encoding(fp: FilePatch, encoding: str | None) -> FilePatch:
         return fp
     hunks = tuple(
         replace(hunk, texts=tuple(_transcoded(text, encoding) for text in hunk.texts))
-        if any(has_escaped_bytes(text) for text in hunk.texts)
+        if has_escaped_bytes("\n".join(hunk.texts))
         else hunk
         for hunk in fp.hunks
     )

@@ -117,6 +117,10 @@ class _LineSearch:
         end = start + len(needle)
         if start < 0 or end > len(self.lines):
             return False
+        region = "".join(self.lines[start:end])
+        if "\r" not in region:  # each line ends in \n, but the file's last may end in none
+            wanted = "\n".join(needle)
+            return region == wanted + "\n" or region == wanted
         return all(
             line_content(line) == wanted
             for line, wanted in zip(self.lines[start:end], needle, strict=True)
