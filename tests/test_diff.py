@@ -4,14 +4,15 @@ the hunks of two texts are exactly those of their split lines."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent_fs.changes import ChangeKind, FileChange, hunk_lines
-from tinyagent_fs.diff import opcodes, text_hunks, unified_hunks
+from tinyagent_fs.changes import ChangeKind, FileChange, PlannedDiff, hunk_lines
+from tinyagent_fs.diff import HunkText, opcodes, text_hunks, unified_hunks
 from tinyagent_fs.text import split_lines
 
 HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@\n$")
@@ -161,3 +162,25 @@ def test_a_change_shows_the_marked_line_hunks_and_counts_their_lines(
     assert shown[:2] == (["--- a/f\n", "+++ b/f\n"] if hunks else [])
     firsts = [line[0] for line in hunks]
     assert change.line_counts() == (firsts.count("+"), firsts.count("-"))
+
+
+def test_a_plans_hunks_are_shown_only_for_the_texts_they_were_built_from() -> None:
+    root = Path("/project")
+    old, new = "a\nb\n", "a\nB\n"
+    built = HunkText("@@ -2 +2 @@\n-b\n+B\n", 1, 1)
+    change = FileChange(
+        ChangeKind.MODIFY,
+        root / "f",
+        old.encode(),
+        new.encode(),
+        old_text=old,
+        new_text=new,
+        planned_diff=PlannedDiff(old, new, built),
+    )
+    assert change.diff_lines(root)[2:] == [built.text]
+    edited = "a\nC\nd\n"  # a person changed the content in review: diffed anew
+    changed = replace(change, new_bytes=edited.encode(), new_text=edited)
+    assert "".join(changed.diff_lines(root)[2:]) == "".join(
+        hunk_lines(split_lines(old), split_lines(edited))
+    )
+    assert changed.line_counts() == (2, 1)

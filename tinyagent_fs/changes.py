@@ -16,11 +16,18 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from .diff import HunkText, Opcode, hunk_text, marked, planned_sides, text_sides, unified_hunks
+from .diff import (
+    DIFF_CONTEXT,
+    HunkText,
+    Opcode,
+    hunk_text,
+    marked,
+    planned_sides,
+    text_sides,
+    unified_hunks,
+)
 from .digest import DIRECTORY, content_hash
 from .text import split_lines
-
-DIFF_CONTEXT = 3
 
 
 class ChangeKind(str, Enum):
@@ -30,6 +37,15 @@ class ChangeKind(str, Enum):
     MOVE = "move"
     MKDIR = "mkdir"
     RMDIR = "rmdir"
+
+
+@dataclass(frozen=True)
+class PlannedDiff:
+    """Hunks a plan built, and the two texts (the very objects) they were built from."""
+
+    old_text: str
+    new_text: str
+    hunks: HunkText
 
 
 @dataclass(frozen=True)
@@ -55,9 +71,9 @@ class FileChange:
     line_opcodes: tuple[Opcode, ...] | None = None
     """How old and new lines align, when the plan knows it already (a patch's hunks
     are the diff): spares diffing the texts again. Used only if it fits them."""
-    old_lines: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
-    """``split_lines(old_text)``, when the plan split it already (a patch does, to
-    place its hunks): the review diff then splits nothing of the old text."""
+    planned_diff: PlannedDiff | None = field(default=None, repr=False, compare=False)
+    """The hunks the plan built already (a patch's, while its old text was split to
+    place them), used only for the very texts they were built from."""
 
     @functools.cached_property
     def old_hash(self) -> str:
@@ -91,9 +107,11 @@ class FileChange:
         new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
             return None
+        planned = self.planned_diff
+        if planned is not None and planned.old_text is old_text and planned.new_text is new_text:
+            return planned.hunks
         if self.line_opcodes is not None:
-            old = self.old_lines if self.old_lines is not None else split_lines(old_text)
-            sides = planned_sides(old, new_text, self.line_opcodes)
+            sides = planned_sides(split_lines(old_text), new_text, self.line_opcodes)
             if sides is not None:
                 return hunk_text(list(self.line_opcodes), *sides, DIFF_CONTEXT)
         if old_text == new_text:

@@ -27,6 +27,8 @@ from .line_window import line_start, lines_before, lines_from, next_line_start, 
 from .text import count_breaks, split_lines
 
 Opcode = tuple[str, int, int, int, int]
+DIFF_CONTEXT = 3
+"""Lines of context around each change in the diffs people review."""
 LineSlice = Callable[[int, int], Sequence[str]]
 GAP_CELLS_FOR_DIFFLIB = 250_000
 """Gaps larger than this (old lines x new lines) are shown as a plain replacement."""
@@ -50,28 +52,11 @@ def unified_hunks(
     return _hunks(known, _slicer(old), _slicer(new), context)
 
 
-def planned_hunks(
-    old: Sequence[str], new_text: str, codes: Sequence[Opcode], context: int = 3
-) -> list[str] | None:
-    """``unified_hunks(old, split_lines(new_text), context, codes)`` when ``codes``
-    truly align ``old`` (split lines) with the lines of ``new_text``: contiguous,
-    covering both sides, every "equal" stretch really equal. None when they do not.
-
-    The new text is not split: each "equal" stretch must be the old lines' text at
-    that place in it, and each change is split from there on its own, so only the
-    changed lines are ever split (the new side of a hunk is never asked for lines in
-    an "equal" stretch). Every stretch must begin where ``split_lines`` begins a line,
-    so the stretches split exactly as the whole text would.
-    """
-    sides = planned_sides(old, new_text, codes)
-    return None if sides is None else _hunks(list(codes), *sides, context)
-
-
 def planned_sides(
     old: Sequence[str], new_text: str, codes: Sequence[Opcode]
 ) -> tuple[LineSlice, LineSlice] | None:
-    """The two sides ``planned_hunks`` reads its lines from; None when ``codes`` do not
-    truly align them (see there)."""
+    """The two sides ``planned_hunk_text`` reads its lines from; None when ``codes`` do
+    not truly align them (see there)."""
     changed: list[tuple[int, Sequence[str]]] = []
     position = i = j = 0
     for tag, i1, i2, j1, j2 in codes:
@@ -94,6 +79,24 @@ def planned_sides(
     if i != len(old) or position != len(new_text):
         return None
     return _slicer(old), _pieces(*changed)
+
+
+def planned_hunk_text(
+    old: Sequence[str], new_text: str, codes: Sequence[Opcode], context: int = 3
+) -> HunkText | None:
+    """The hunks of ``unified_hunks(old, split_lines(new_text), context, codes)``, as
+    one ``HunkText``, when ``codes`` truly align ``old`` (split lines) with the lines
+    of ``new_text``: contiguous, covering both sides, every "equal" stretch really
+    equal. None when they do not.
+
+    The new text is not split: each "equal" stretch must be the old lines' text at
+    that place in it, and each change is split from there on its own, so only the
+    changed lines are ever split (the new side of a hunk is never asked for lines in
+    an "equal" stretch). Every stretch must begin where ``split_lines`` begins a line,
+    so the stretches split exactly as the whole text would.
+    """
+    sides = planned_sides(old, new_text, codes)
+    return None if sides is None else hunk_text(list(codes), *sides, context)
 
 
 def text_hunks(old: str, new: str, context: int = 3) -> list[str]:

@@ -16,7 +16,7 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from tinyagent_fs.diff import Opcode
+from tinyagent_fs.diff import HunkText, Opcode
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.patch_apply import PatchedText, apply_file_patch, patch_text
 from tinyagent_fs.patch_model import FilePatch, Hunk, HunkLine
@@ -60,8 +60,8 @@ class PlannedFile:
     mode: int | None = None
     alignment: tuple[Opcode, ...] | None = None
     """How old and new lines correspond (see ``PatchedText``)."""
-    old_lines: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
-    """``old_text`` split into lines, as applying the patch split it."""
+    hunks: HunkText | None = field(default=None, repr=False, compare=False)
+    """The review diff's hunks of ``old_text`` and ``new_text`` (see ``PatchedText``)."""
 
 
 def plan_patch(
@@ -97,7 +97,7 @@ def plan_patch(
                 outcome.notes,
                 fp.mode,
                 outcome.alignment,
-                outcome.old_lines,
+                outcome.hunks,
             )
         )
     return planned

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from tinyagent_fs.diff import Opcode
+from tinyagent_fs.diff import DIFF_CONTEXT, HunkText, Opcode, planned_hunk_text
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.match_hints import describe_regions, list_lines, nearest_regions
 from tinyagent_fs.matching import MAX_CANDIDATES, TOLERANCE_NOTES
@@ -42,16 +42,16 @@ class PatchedText:
     placed with a tolerance, a note saying so.
 
     ``alignment`` is how the lines of the old and new text correspond, as the
-    placed hunks say (the review diff is built from it, not recomputed); None
-    where there is nothing to align (added or deleted files). ``old_lines`` is
-    the old text split into lines, as placing the hunks split it (the review
-    diff needs it too).
+    placed hunks say; None where there is nothing to align (added or deleted
+    files). ``hunks``: the review diff's hunks that alignment gives, built while
+    the old text is split anyway (None where it does not truly align the texts:
+    the diff is then computed from the texts).
     """
 
     text: str | None
     notes: tuple[str, ...] = ()
     alignment: tuple[Opcode, ...] | None = None
-    old_lines: tuple[str, ...] | None = None
+    hunks: HunkText | None = None
 
 
 def apply_file_patch(fp: FilePatch, current_text: str | None, file_newline: str) -> str | None:
@@ -169,9 +169,12 @@ def _update(fp: FilePatch, text: str, newline: str) -> PatchedText:
         cursor = start + len(hunk.old_lines)
     alignment = _Alignment()
     new_text = _assemble(text, lines, placed, fp.style, newline, alignment)
-    # A tuple of strings: the collector stops tracking it at its first look, where it
-    # would walk every line of a list again in each collection until the commit ends.
-    return PatchedText(new_text, tuple(notes), alignment.finish(len(lines)), tuple(lines))
+    codes = alignment.finish(len(lines))
+    # The review diff is built here, where the lines are split: kept for it instead,
+    # every line of every file would stay alive through review, and the collector's
+    # first look at them would cost more than all the hunks do.
+    hunks = planned_hunk_text(lines, new_text, codes, DIFF_CONTEXT)
+    return PatchedText(new_text, tuple(notes), codes, hunks)
 
 
 def _locate(
