@@ -20,6 +20,7 @@ from tinyagent_fs.patch import (
 from tinyagent_fs.patch_apply import _LineSearch
 from tinyagent_fs.patch_parse import _crlf_lines
 from tinyagent_fs.text import line_count, split_lines
+from tinyagent_fs.tolerance import LINE_STAGES
 
 
 def parse_error(patch: str) -> ToolError:
@@ -279,3 +280,24 @@ def test_a_hunk_fits_where_the_files_lines_are_its_old_lines(
     inside = start >= 0 and start + len(needle) <= len(lines)
     window = [line.rstrip("\r\n") for line in lines[start : start + len(needle)]]
     assert _LineSearch(text, lines).fits_at(needle, start) == (inside and window == needle)
+
+
+@given(
+    st.lists(_PIECES, max_size=10).map("".join),
+    st.lists(st.sampled_from(["a", "b", "", " ", "a "]), max_size=4),
+)
+def test_a_deletion_must_list_the_files_lines(text: str, listed: list[str]) -> None:
+    """Exactly, or with a tolerance that fits the whole file from its first line."""
+    hunk = Hunk.of([HunkLine("-", line) for line in listed], "@@", 1)
+    search = _LineSearch(text, split_lines(text))
+    fits = len(listed) == len(search.contents) and (
+        listed == search.contents
+        or any(0 in search.positions(listed, stage, 0) for stage in LINE_STAGES)
+    )
+    deletion = FilePatch("delete", "f.txt", hunks=(hunk,), style="unified")
+    if fits:
+        assert apply_file_patch(deletion, text, "\n") is None
+    else:
+        with pytest.raises(ToolError) as caught:
+            apply_file_patch(deletion, text, "\n")
+        assert caught.value.code is ErrorCode.NO_MATCH

@@ -117,7 +117,7 @@ def _in_file_encoding(fp: FilePatch, encoding: str | None) -> FilePatch:
 
 def _transcoded(text: str, encoding: str) -> str:
     """Surrogate-escaped bytes as the characters they are in ``encoding``."""
-    if not has_escaped_bytes(text):
+    if text.isascii() or not has_escaped_bytes(text):  # isascii: a flag, no scan
         return text
     try:
         return text.encode("utf-8", "surrogateescape").decode(encoding)

@@ -22,7 +22,7 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.match_hints import describe_regions, list_lines, nearest_regions
 from tinyagent_fs.matching import MAX_CANDIDATES, TOLERANCE_NOTES
 from tinyagent_fs.patch_model import FilePatch, Hunk
-from tinyagent_fs.text import line_contents, split_lines
+from tinyagent_fs.text import line_contents, line_count, split_lines
 from tinyagent_fs.tolerance import (
     LINE_STAGES,
     IndentShift,
@@ -263,6 +263,10 @@ def _check_deleted_content(fp: FilePatch, text: str) -> None:
     if not fp.hunks:
         return
     old = [line for hunk in fp.hunks for line in hunk.old_lines]
+    if "\r" not in text and line_count(text) == len(old):  # lines end in \n, the last maybe not
+        listed = "\n".join(old)
+        if text == listed + "\n" or text == listed:
+            return
     search = _LineSearch(text, split_lines(text))
     contents = search.contents
     if len(old) == len(contents) and (
