@@ -4,13 +4,15 @@ the hunks of two texts are exactly those of their split lines."""
 from __future__ import annotations
 
 import re
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent_fs.changes import hunk_lines
-from tinyagent_fs.diff import opcodes, text_hunks, unified_hunks
+from tinyagent_fs.changes import ChangeKind, FileChange, PlannedDiff, hunk_lines
+from tinyagent_fs.diff import HunkText, opcodes, text_hunks, unified_hunks
 from tinyagent_fs.text import split_lines
 
 HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@\n$")
@@ -137,3 +139,48 @@ def test_text_hunks_of_crlf_and_cr_files_match_the_line_diff() -> None:
 def test_identical_texts_have_no_text_hunks() -> None:
     text = "".join(BIG)
     assert list(text_hunks(text, text)) == []
+
+
+# --- a change's diff: the marked line hunks, joined, and their +/- counts -------------
+
+
+@settings(max_examples=1000, deadline=None)
+@given(texts, texts, st.booleans())
+def test_a_change_shows_the_marked_line_hunks_and_counts_their_lines(
+    old: str, new: str, aligned: bool
+) -> None:
+    """Diffed here, or from the alignment a plan gives (as a patch's does)."""
+    root = Path("/project")
+    old_lines, new_lines = split_lines(old), split_lines(new)
+    known = tuple(opcodes(old_lines, new_lines)) if aligned else None
+    change = FileChange(
+        ChangeKind.MODIFY, root / "f", old.encode(), new.encode(), line_opcodes=known
+    )
+    hunks = hunk_lines(old_lines, new_lines)
+    shown = change.diff_lines(root)
+    assert "".join(shown[2:]) == "".join(hunks)  # after the --- / +++ lines, when any
+    assert shown[:2] == (["--- a/f\n", "+++ b/f\n"] if hunks else [])
+    firsts = [line[0] for line in hunks]
+    assert change.line_counts() == (firsts.count("+"), firsts.count("-"))
+
+
+def test_a_plans_hunks_are_shown_only_for_the_texts_they_were_built_from() -> None:
+    root = Path("/project")
+    old, new = "a\nb\n", "a\nB\n"
+    built = HunkText("@@ -2 +2 @@\n-b\n+B\n", 1, 1)
+    change = FileChange(
+        ChangeKind.MODIFY,
+        root / "f",
+        old.encode(),
+        new.encode(),
+        old_text=old,
+        new_text=new,
+        planned_diff=PlannedDiff(old, new, built),
+    )
+    assert change.diff_lines(root)[2:] == [built.text]
+    edited = "a\nC\nd\n"  # a person changed the content in review: diffed anew
+    changed = replace(change, new_bytes=edited.encode(), new_text=edited)
+    assert "".join(changed.diff_lines(root)[2:]) == "".join(
+        hunk_lines(split_lines(old), split_lines(edited))
+    )
+    assert changed.line_counts() == (2, 1)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from tests.patch_harness import Scenario, TreeFiles, copy_input, load_scenarios
 from tests.test_diff import apply_hunks
-from tinyagent_fs.diff import Opcode, opcodes, planned_hunks, unified_hunks
+from tinyagent_fs.diff import Opcode, marked, opcodes, planned_hunk_text, unified_hunks
 from tinyagent_fs.patch import plan_patch
 from tinyagent_fs.text import split_lines
 
@@ -27,14 +27,16 @@ def test_placed_hunks_align_old_and_new_lines(scenario: Scenario, tmp_path: Path
             continue
         old, new = split_lines(planned.old_text), split_lines(planned.new_text)
         assert planned.alignment is not None
-        assert planned.old_lines == tuple(old)  # the review diff takes the old lines from here
         if not aligns(old, new, planned.alignment):
             # Only a file without a final line break, which the patch appends to,
             # changes a line it keeps; its diff is then computed from the texts.
             assert not planned.old_text.endswith(("\n", "\r")), planned.path
+            assert planned.hunks is None
             continue
         hunks = list(unified_hunks(old, new, 3, list(planned.alignment)))
         assert apply_hunks(old, hunks) == new
+        assert planned.hunks is not None  # the review diff shows these very hunks
+        assert planned.hunks.text == "".join(marked(hunks))
 
 
 OLD = ["a\n", "b\n", "c\n"]
@@ -72,7 +74,7 @@ def test_an_alignment_that_does_not_fit_is_refused(codes: list) -> None:
         *UNFIT,
     ],
 )
-def test_planned_hunks_take_exactly_the_alignments_aligns_takes(codes: list) -> None:
+def test_planned_hunk_text_take_exactly_the_alignments_aligns_takes(codes: list) -> None:
     _check_planned_hunks("".join(OLD), "".join(NEW), codes)
 
 
@@ -83,11 +85,11 @@ def test_planned_hunks_take_exactly_the_alignments_aligns_takes(codes: list) -> 
         ("a", "ab\n"),  # the last old line has no break, and text follows it
     ],
 )
-def test_planned_hunks_refuse_stretches_that_do_not_join_at_a_line_start(
+def test_planned_hunk_text_refuse_stretches_that_do_not_join_at_a_line_start(
     old: str, new: str
 ) -> None:
     codes = [("equal", 0, 1, 0, 1), ("insert", 1, 1, 1, 2)]
-    assert planned_hunks(split_lines(old), new, codes) is None
+    assert planned_hunk_text(split_lines(old), new, codes) is None
     _check_planned_hunks(old, new, codes)
 
 
@@ -96,7 +98,7 @@ LINE_TEXT = st.text(alphabet="ab\r\n", max_size=12)
 
 @settings(max_examples=400, deadline=None)
 @given(LINE_TEXT, LINE_TEXT, LINE_TEXT, st.booleans())
-def test_planned_hunks_match_the_split_texts_line_breaks_of_any_kind(
+def test_planned_hunk_text_match_the_split_texts_line_breaks_of_any_kind(
     old: str, new: str, other: str, true_codes: bool
 ) -> None:
     """Without splitting the new text, the hunks are those of the split lines, and an
@@ -109,17 +111,20 @@ def test_planned_hunks_match_the_split_texts_line_breaks_of_any_kind(
 
 def _check_planned_hunks(old: str, new: str, codes: list) -> None:
     old_lines, new_lines = split_lines(old), split_lines(new)
-    found = planned_hunks(old_lines, new, codes)
+    found = planned_hunk_text(old_lines, new, codes)
     if aligns(old_lines, new_lines, codes):
         assert found is not None
-        assert list(found) == list(unified_hunks(old_lines, new_lines, 3, list(codes)))
+        hunks = marked(unified_hunks(old_lines, new_lines, 3, list(codes)))
+        assert found.text == "".join(hunks)
+        firsts = [line[0] for line in hunks]
+        assert (found.added, found.removed) == (firsts.count("+"), firsts.count("-"))
     else:
         assert found is None
 
 
 def aligns(old: Sequence[str], new: Sequence[str], codes: Sequence[Opcode]) -> bool:
     """Whether ``codes`` turn ``old`` into ``new`` (contiguous, covering both sides,
-    every "equal" stretch really equal): the definition ``planned_hunks`` is held to,
+    every "equal" stretch really equal): the definition ``planned_hunk_text`` is held to,
     on the split lines of both sides."""
     i = j = 0
     for tag, i1, i2, j1, j2 in codes:

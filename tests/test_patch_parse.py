@@ -17,8 +17,10 @@ from tinyagent_fs.patch import (
     parse_patch,
     plan_patch,
 )
+from tinyagent_fs.patch_apply import _LineSearch
 from tinyagent_fs.patch_parse import _crlf_lines
 from tinyagent_fs.text import line_count, split_lines
+from tinyagent_fs.tolerance import LINE_STAGES
 
 
 def parse_error(patch: str) -> ToolError:
@@ -127,8 +129,58 @@ def test_a_symlink_mode_is_refused() -> None:
     )
 
 
+_HEAD = "--- a/f\n+++ b/f\n"
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (
+            "@@ -1,2 +1,2 @@\n a\n-b\n",
+            "patch line 3: the hunk '@@ -1,2 +1,2 @@' is cut short (the patch ends) after 2 of "
+            "2 old and 1 of 2 new lines",
+        ),
+        (
+            "@@ -1,2 +1,2 @@\n a\nxb\n+c\n",
+            "patch line 3: the hunk '@@ -1,2 +1,2 @@' is cut short (line 5 is no hunk line) "
+            "after 1 of 2 old and 1 of 2 new lines",
+        ),
+        (
+            "@@ -1,2 +1,2 @@\n\\ No newline at end of file\n a\n-b\n+c\n",
+            "patch line 4: '\\ No newline at end of file' must follow a hunk line",
+        ),
+        (
+            "@@ -0,0 +0,0 @@\n\\ No newline at end of file\n",
+            "patch line 4: '\\ No newline at end of file' must follow a hunk line",
+        ),
+        (
+            "@@ -1,2 +1 @@\n a\n+c\n-b\n",
+            "patch line 5: the hunk '@@ -1,2 +1 @@' has more lines than its header counts",
+        ),
+    ],
+)
+def test_a_malformed_hunk_body_is_refused_at_the_line_that_goes_wrong(
+    body: str, message: str
+) -> None:
+    assert parse_error(_HEAD + body).message == message
+
+
+def test_no_newline_markers_belong_to_the_line_before_them() -> None:
+    (file,) = parse_patch(
+        _HEAD + "@@ -1,3 +1,3 @@\n a\n\\ x\n\\ y\n-b\n\n+c\n\\ No newline at end of file\n"
+    ).files
+    (hunk,) = file.hunks
+    assert [(line.op, line.text, line.no_newline) for line in hunk.lines] == [
+        (" ", "a", True),
+        ("-", "b", False),
+        (" ", "", False),
+        ("+", "c", True),
+    ]
+    assert not hunk.end_of_file  # the old side's last line ("") has its newline
+
+
 def test_apply_file_patch_is_pure_and_uses_the_given_newline() -> None:
-    hunk = Hunk((HunkLine(" ", "a"), HunkLine("+", "b")), "@@", 1)
+    hunk = Hunk.of((HunkLine(" ", "a"), HunkLine("+", "b")), "@@", 1)
     patch = FilePatch("update", "f.txt", hunks=(hunk,))
     assert apply_file_patch(patch, "a\r\nz\r\n", "\r\n") == "a\r\nb\r\nz\r\n"
     assert apply_file_patch(FilePatch("delete", "f.txt"), "a\n", "\n") is None
@@ -211,3 +263,41 @@ def test_crlf_line_numbers_are_those_of_split_lines(text: str) -> None:
     found = _crlf_lines(text, line_count(text))
     breaks = line_count(text) - (1 if text and text[-1] not in "\r\n" else 0)
     assert found == (ending_in_crlf if len(ending_in_crlf) < breaks else set())
+
+
+_PIECES = st.sampled_from(["a", "b", "\n", "\r\n", "\r", "a\n", "b\n", " \n", "\x0c"])
+
+
+@given(
+    st.lists(_PIECES, max_size=12).map("".join),
+    st.lists(st.sampled_from(["a", "b", "", " "]), max_size=4),
+    st.integers(-1, 6),
+)
+def test_a_hunk_fits_where_the_files_lines_are_its_old_lines(
+    text: str, needle: list[str], start: int
+) -> None:
+    lines = split_lines(text)
+    inside = start >= 0 and start + len(needle) <= len(lines)
+    window = [line.rstrip("\r\n") for line in lines[start : start + len(needle)]]
+    assert _LineSearch(text, lines).fits_at(needle, start) == (inside and window == needle)
+
+
+@given(
+    st.lists(_PIECES, max_size=10).map("".join),
+    st.lists(st.sampled_from(["a", "b", "", " ", "a "]), max_size=4),
+)
+def test_a_deletion_must_list_the_files_lines(text: str, listed: list[str]) -> None:
+    """Exactly, or with a tolerance that fits the whole file from its first line."""
+    hunk = Hunk.of([HunkLine("-", line) for line in listed], "@@", 1)
+    search = _LineSearch(text, split_lines(text))
+    fits = len(listed) == len(search.contents) and (
+        listed == search.contents
+        or any(0 in search.positions(listed, stage, 0) for stage in LINE_STAGES)
+    )
+    deletion = FilePatch("delete", "f.txt", hunks=(hunk,), style="unified")
+    if fits:
+        assert apply_file_patch(deletion, text, "\n") is None
+    else:
+        with pytest.raises(ToolError) as caught:
+            apply_file_patch(deletion, text, "\n")
+        assert caught.value.code is ErrorCode.NO_MATCH

@@ -16,11 +16,18 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from .diff import Opcode, planned_hunks, text_hunks, unified_hunks
+from .diff import (
+    DIFF_CONTEXT,
+    HunkText,
+    Opcode,
+    hunk_text,
+    marked,
+    planned_sides,
+    text_sides,
+    unified_hunks,
+)
 from .digest import DIRECTORY, content_hash
 from .text import split_lines
-
-DIFF_CONTEXT = 3
 
 
 class ChangeKind(str, Enum):
@@ -30,6 +37,15 @@ class ChangeKind(str, Enum):
     MOVE = "move"
     MKDIR = "mkdir"
     RMDIR = "rmdir"
+
+
+@dataclass(frozen=True)
+class PlannedDiff:
+    """Hunks a plan built, and the two texts (the very objects) they were built from."""
+
+    old_text: str
+    new_text: str
+    hunks: HunkText
 
 
 @dataclass(frozen=True)
@@ -55,9 +71,9 @@ class FileChange:
     line_opcodes: tuple[Opcode, ...] | None = None
     """How old and new lines align, when the plan knows it already (a patch's hunks
     are the diff): spares diffing the texts again. Used only if it fits them."""
-    old_lines: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
-    """``split_lines(old_text)``, when the plan split it already (a patch does, to
-    place its hunks): the review diff then splits nothing of the old text."""
+    planned_diff: PlannedDiff | None = field(default=None, repr=False, compare=False)
+    """The hunks the plan built already (a patch's, while its old text was split to
+    place them), used only for the very texts they were built from."""
 
     @functools.cached_property
     def old_hash(self) -> str:
@@ -84,35 +100,28 @@ class FileChange:
         return content_hash(self.dest_old_bytes)
 
     @functools.cached_property
-    def _hunks(self) -> list[str] | None:
+    def _hunks(self) -> HunkText | None:
         """The diff's hunks, computed once (reviews, results and audit all show it);
         None when either side is not text."""
         old_text = display_text(self.old_bytes, self.old_text)
         new_text = display_text(self.new_bytes, self.new_text)
         if old_text is None or new_text is None:
             return None
+        planned = self.planned_diff
+        if planned is not None and planned.old_text is old_text and planned.new_text is new_text:
+            return planned.hunks
         if self.line_opcodes is not None:
-            planned = self._planned_hunks(old_text, new_text, self.line_opcodes)
-            if planned is not None:
-                return planned
-        return _marked(text_hunks(old_text, new_text, DIFF_CONTEXT))
-
-    @functools.cached_property
-    def _counts(self) -> tuple[int, int]:
-        firsts = "".join([line[:1] for line in self._hunks or ()])
-        return firsts.count("+"), firsts.count("-")
-
-    def _planned_hunks(
-        self, old_text: str, new_text: str, codes: tuple[Opcode, ...]
-    ) -> list[str] | None:
-        """The hunks ``codes`` give; None unless they truly align the two texts."""
-        old = self.old_lines if self.old_lines is not None else split_lines(old_text)
-        hunks = planned_hunks(old, new_text, codes, DIFF_CONTEXT)
-        return None if hunks is None else _marked(hunks)
+            sides = planned_sides(split_lines(old_text), new_text, self.line_opcodes)
+            if sides is not None:
+                return hunk_text(list(self.line_opcodes), *sides, DIFF_CONTEXT)
+        if old_text == new_text:
+            return HunkText("", 0, 0)
+        return hunk_text(*text_sides(old_text, new_text, DIFF_CONTEXT), DIFF_CONTEXT)
 
     def line_counts(self) -> tuple[int, int]:
         """(+added, -removed) lines of this change's diff."""
-        return self._counts
+        hunks = self._hunks
+        return (0, 0) if hunks is None else (hunks.added, hunks.removed)
 
     def diff_lines(self, root: Path | None) -> list[str]:
         def show(p: Path) -> str:
@@ -132,25 +141,16 @@ class FileChange:
             if self.kind is ChangeKind.MOVE and self.old_bytes == self.new_bytes:
                 return header
             return [*header, f"Binary files {src} and {dst} differ\n"]
-        if not hunks:
+        if not hunks.text:
             return header
         from_name = "/dev/null" if self.old_bytes is None else f"a/{src}"
         to_name = "/dev/null" if self.new_bytes is None else f"b/{dst}"
-        return [*header, f"--- {from_name}\n", f"+++ {to_name}\n", *hunks]
+        return [*header, f"--- {from_name}\n", f"+++ {to_name}\n", hunks.text]
 
 
 def hunk_lines(old: list[str], new: list[str], context: int = DIFF_CONTEXT) -> list[str]:
     """Unified-diff hunks of two line lists, with git's marker for a missing final newline."""
-    return _marked(unified_hunks(old, new, context))
-
-
-def _marked(hunks: list[str]) -> list[str]:
-    """``hunks`` with git's marker after a line without a final newline. Only the last
-    line of a side can lack one, so one count over the joined lines (a line holds a
-    \\n at its end or nowhere) usually shows there is nothing to mark."""
-    if "".join(hunks).count("\n") == len(hunks):
-        return hunks
-    return [_ensure_newline(line) for line in hunks]
+    return marked(unified_hunks(old, new, context))
 
 
 def display_text(data: bytes | None, decoded: str | None) -> str | None:
@@ -163,12 +163,6 @@ def display_text(data: bytes | None, decoded: str | None) -> str | None:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return None
-
-
-def _ensure_newline(line: str) -> str:
-    if line.endswith("\n"):
-        return line
-    return line + "\n\\ No newline at end of file\n"
 
 
 @dataclass(frozen=True)

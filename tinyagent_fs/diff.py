@@ -20,12 +20,15 @@ from __future__ import annotations
 
 import difflib
 from bisect import bisect_left
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 
 from .line_window import line_start, lines_before, lines_from, next_line_start, starts_line
 from .text import count_breaks, split_lines
 
 Opcode = tuple[str, int, int, int, int]
+DIFF_CONTEXT = 3
+"""Lines of context around each change in the diffs people review."""
 LineSlice = Callable[[int, int], Sequence[str]]
 GAP_CELLS_FOR_DIFFLIB = 250_000
 """Gaps larger than this (old lines x new lines) are shown as a plain replacement."""
@@ -49,19 +52,11 @@ def unified_hunks(
     return _hunks(known, _slicer(old), _slicer(new), context)
 
 
-def planned_hunks(
-    old: Sequence[str], new_text: str, codes: Sequence[Opcode], context: int = 3
-) -> list[str] | None:
-    """``unified_hunks(old, split_lines(new_text), context, codes)`` when ``codes``
-    truly align ``old`` (split lines) with the lines of ``new_text``: contiguous,
-    covering both sides, every "equal" stretch really equal. None when they do not.
-
-    The new text is not split: each "equal" stretch must be the old lines' text at
-    that place in it, and each change is split from there on its own, so only the
-    changed lines are ever split (the new side of a hunk is never asked for lines in
-    an "equal" stretch). Every stretch must begin where ``split_lines`` begins a line,
-    so the stretches split exactly as the whole text would.
-    """
+def planned_sides(
+    old: Sequence[str], new_text: str, codes: Sequence[Opcode]
+) -> tuple[LineSlice, LineSlice] | None:
+    """The two sides ``planned_hunk_text`` reads its lines from; None when ``codes`` do
+    not truly align them (see there)."""
     changed: list[tuple[int, Sequence[str]]] = []
     position = i = j = 0
     for tag, i1, i2, j1, j2 in codes:
@@ -83,7 +78,25 @@ def planned_hunks(
         i, j = i2, j2
     if i != len(old) or position != len(new_text):
         return None
-    return _hunks(list(codes), _slicer(old), _pieces(*changed), context)
+    return _slicer(old), _pieces(*changed)
+
+
+def planned_hunk_text(
+    old: Sequence[str], new_text: str, codes: Sequence[Opcode], context: int = 3
+) -> HunkText | None:
+    """The hunks of ``unified_hunks(old, split_lines(new_text), context, codes)``, as
+    one ``HunkText``, when ``codes`` truly align ``old`` (split lines) with the lines
+    of ``new_text``: contiguous, covering both sides, every "equal" stretch really
+    equal. None when they do not.
+
+    The new text is not split: each "equal" stretch must be the old lines' text at
+    that place in it, and each change is split from there on its own, so only the
+    changed lines are ever split (the new side of a hunk is never asked for lines in
+    an "equal" stretch). Every stretch must begin where ``split_lines`` begins a line,
+    so the stretches split exactly as the whole text would.
+    """
+    sides = planned_sides(old, new_text, codes)
+    return None if sides is None else hunk_text(list(codes), *sides, context)
 
 
 def text_hunks(old: str, new: str, context: int = 3) -> list[str]:
@@ -91,6 +104,11 @@ def text_hunks(old: str, new: str, context: int = 3) -> list[str]:
     splitting or aligning the lines both texts share at their start and end."""
     if old == new:
         return []
+    return _hunks(*text_sides(old, new, context), context)
+
+
+def text_sides(old: str, new: str, context: int = 3) -> tuple[list[Opcode], LineSlice, LineSlice]:
+    """The alignment and the two sides ``text_hunks`` reads its lines from."""
     cut = _line_start_at_or_before(old, new, _common_prefix(old, new))
     shared_end = _common_suffix(old, new, min(len(old), len(new)) - cut)
     old_end = _line_start_at_or_after(old, new, len(old) - shared_end)
@@ -108,17 +126,76 @@ def text_hunks(old: str, new: str, context: int = 3) -> list[str]:
     first_head = before - len(head)
     old_side = _pieces((first_head, head), (before, old_middle), (old_tail, tail))
     new_side = _pieces((first_head, head), (before, new_middle), (new_tail, tail))
-    return _hunks(_merged(codes), old_side, new_side, context)
+    return _merged(codes), old_side, new_side
 
 
-def _hunks(codes: list[Opcode], old: LineSlice, new: LineSlice, context: int) -> list[str]:
+@dataclass(frozen=True)
+class HunkText:
+    """A diff's hunks as one text (git's no-newline markers included), and how many
+    lines they add and remove."""
+
+    text: str
+    added: int
+    removed: int
+
+
+def hunk_text(codes: list[Opcode], old: LineSlice, new: LineSlice, context: int) -> HunkText:
+    """``"".join`` of the hunks ``_hunks`` gives, marked as ``git diff`` marks a line
+    without a final newline; each run of lines of one kind is prefixed in one join
+    (``"-" + "-".join(lines)``), not line by line."""
+    pieces: list[str] = []
+    lines = added = removed = 0
+    for first, last, group in _groups(list(codes), context):
+        pieces.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            gone = old(i1, i2)
+            if gone:
+                mark = " " if tag == "equal" else "-"
+                pieces.append(mark + mark.join(gone))
+            if tag == "equal":
+                lines += len(gone)
+                continue
+            came = new(j1, j2)
+            if came:
+                pieces.append("+" + "+".join(came))
+            removed += len(gone)
+            added += len(came)
+        lines += 1
+    text = "".join(pieces)
+    if text.count("\n") != lines + added + removed:  # a line lacks its \n: mark it
+        text = "".join(marked(_hunks(list(codes), old, new, context)))
+    return HunkText(text, added, removed)
+
+
+def marked(hunks: list[str]) -> list[str]:
+    """``hunks`` with git's marker after a line without a final newline. Only the last
+    line of a side can lack one, so one count over the joined lines (a line holds a
+    \\n at its end or nowhere) usually shows there is nothing to mark."""
+    if "".join(hunks).count("\n") == len(hunks):
+        return hunks
+    return [_ensure_newline(line) for line in hunks]
+
+
+def _ensure_newline(line: str) -> str:
+    if line.endswith("\n"):
+        return line
+    return line + "\n\\ No newline at end of file\n"
+
+
+def _groups(codes: list[Opcode], context: int) -> Iterator[tuple[Opcode, Opcode, list[Opcode]]]:
+    """difflib's grouping of ``codes`` into hunks (first code, last code, all of them).
+    ``codes`` is changed in place."""
     # Only for difflib's hunk grouping, which reads nothing but the precomputed
     # opcodes: empty sequences spare it indexing the whole file.
     matcher = difflib.SequenceMatcher(None, (), (), autojunk=False)
     matcher.opcodes = codes
-    out: list[str] = []
     for group in matcher.get_grouped_opcodes(context):
-        first, last = group[0], group[-1]
+        yield group[0], group[-1], group
+
+
+def _hunks(codes: list[Opcode], old: LineSlice, new: LineSlice, context: int) -> list[str]:
+    out: list[str] = []
+    for first, last, group in _groups(codes, context):
         out.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
         for tag, i1, i2, j1, j2 in group:
             if tag == "equal":
@@ -135,9 +212,14 @@ def _slicer(lines: Sequence[str]) -> LineSlice:
 
 def _pieces(*pieces: tuple[int, Sequence[str]]) -> LineSlice:
     """Lines ``start:stop`` of a side known only in pieces, each (first line number, lines);
-    the grouped opcodes never ask for a line outside them."""
+    the grouped opcodes never ask for a line outside them. A change asks for exactly
+    the piece a plan split for it, found at once."""
+    whole = {(offset, offset + len(piece)): piece for offset, piece in pieces}
 
-    def lines(start: int, stop: int) -> list[str]:
+    def lines(start: int, stop: int) -> Sequence[str]:
+        found = whole.get((start, stop))
+        if found is not None:
+            return found
         out: list[str] = []
         for offset, piece in pieces:
             low, high = max(start, offset), min(stop, offset + len(piece))

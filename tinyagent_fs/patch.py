@@ -16,7 +16,7 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from tinyagent_fs.diff import Opcode
+from tinyagent_fs.diff import HunkText, Opcode
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.patch_apply import PatchedText, apply_file_patch, patch_text
 from tinyagent_fs.patch_model import FilePatch, Hunk, HunkLine
@@ -60,8 +60,8 @@ class PlannedFile:
     mode: int | None = None
     alignment: tuple[Opcode, ...] | None = None
     """How old and new lines correspond (see ``PatchedText``)."""
-    old_lines: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
-    """``old_text`` split into lines, as applying the patch split it."""
+    hunks: HunkText | None = field(default=None, repr=False, compare=False)
+    """The review diff's hunks of ``old_text`` and ``new_text`` (see ``PatchedText``)."""
 
 
 def plan_patch(
@@ -97,7 +97,7 @@ def plan_patch(
                 outcome.notes,
                 fp.mode,
                 outcome.alignment,
-                outcome.old_lines,
+                outcome.hunks,
             )
         )
     return planned
@@ -107,22 +107,17 @@ def _in_file_encoding(fp: FilePatch, encoding: str | None) -> FilePatch:
     if encoding is None or encoding.startswith("utf"):
         return fp
     hunks = tuple(
-        replace(hunk, lines=tuple(_line_in(line, encoding) for line in hunk.lines))
-        if any(has_escaped_bytes(line.text) for line in hunk.lines)
+        replace(hunk, texts=tuple(_transcoded(text, encoding) for text in hunk.texts))
+        if has_escaped_bytes("\n".join(hunk.texts))
         else hunk
         for hunk in fp.hunks
     )
     return replace(fp, hunks=hunks)
 
 
-def _line_in(line: HunkLine, encoding: str) -> HunkLine:
-    text = _transcoded(line.text, encoding)
-    return line if text is line.text else line._replace(text=text)
-
-
 def _transcoded(text: str, encoding: str) -> str:
     """Surrogate-escaped bytes as the characters they are in ``encoding``."""
-    if not has_escaped_bytes(text):
+    if text.isascii() or not has_escaped_bytes(text):  # isascii: a flag, no scan
         return text
     try:
         return text.encode("utf-8", "surrogateescape").decode(encoding)

@@ -12,16 +12,17 @@ and, under an indentation tolerance, the file's indentation.
 from __future__ import annotations
 
 import functools
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import accumulate, groupby
-from operator import attrgetter
+from itertools import accumulate
 
-from tinyagent_fs.diff import Opcode
+from tinyagent_fs.diff import DIFF_CONTEXT, HunkText, Opcode, planned_hunk_text
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.match_hints import describe_regions, list_lines, nearest_regions
 from tinyagent_fs.matching import MAX_CANDIDATES, TOLERANCE_NOTES
 from tinyagent_fs.patch_model import FilePatch, Hunk
-from tinyagent_fs.text import line_contents, split_lines
+from tinyagent_fs.text import line_contents, line_count, split_lines
 from tinyagent_fs.tolerance import (
     LINE_STAGES,
     IndentShift,
@@ -31,7 +32,8 @@ from tinyagent_fs.tolerance import (
 )
 
 _SHOWN_HUNK_LINES = 6
-_OP = attrgetter("op")
+_RUNS = re.compile(r" +|-+|\++")
+"""Runs of hunk lines of one kind, in ``Hunk.ops``."""
 
 
 @dataclass(frozen=True)
@@ -40,16 +42,16 @@ class PatchedText:
     placed with a tolerance, a note saying so.
 
     ``alignment`` is how the lines of the old and new text correspond, as the
-    placed hunks say (the review diff is built from it, not recomputed); None
-    where there is nothing to align (added or deleted files). ``old_lines`` is
-    the old text split into lines, as placing the hunks split it (the review
-    diff needs it too).
+    placed hunks say; None where there is nothing to align (added or deleted
+    files). ``hunks``: the review diff's hunks that alignment gives, built while
+    the old text is split anyway (None where it does not truly align the texts:
+    the diff is then computed from the texts).
     """
 
     text: str | None
     notes: tuple[str, ...] = ()
     alignment: tuple[Opcode, ...] | None = None
-    old_lines: tuple[str, ...] | None = None
+    hunks: HunkText | None = None
 
 
 def apply_file_patch(fp: FilePatch, current_text: str | None, file_newline: str) -> str | None:
@@ -82,11 +84,17 @@ def patch_text(fp: FilePatch, current_text: str | None, file_newline: str) -> Pa
 
 
 def _added_text(fp: FilePatch) -> str:
-    return "".join(
-        line.text + ("" if line.no_newline else line.ending or "\n")
-        for hunk in fp.hunks
-        for line in hunk.lines
-    )
+    pieces: list[str] = []
+    for hunk in fp.hunks:
+        if hunk.endings is None and not hunk.no_newline:
+            pieces.extend(text + "\n" for text in hunk.texts)
+            continue
+        endings = hunk.endings or ("",) * len(hunk.texts)
+        pieces.extend(
+            text + ("" if index in hunk.no_newline else endings[index] or "\n")
+            for index, text in enumerate(hunk.texts)
+        )
+    return "".join(pieces)
 
 
 class _LineSearch:
@@ -109,6 +117,10 @@ class _LineSearch:
         end = start + len(needle)
         if start < 0 or end > len(self.lines):
             return False
+        region = "".join(self.lines[start:end])
+        if "\r" not in region:  # each line ends in \n, but the file's last may end in none
+            wanted = "\n".join(needle)
+            return region == wanted + "\n" or region == wanted
         return all(
             line_content(line) == wanted
             for line, wanted in zip(self.lines[start:end], needle, strict=True)
@@ -157,9 +169,12 @@ def _update(fp: FilePatch, text: str, newline: str) -> PatchedText:
         cursor = start + len(hunk.old_lines)
     alignment = _Alignment()
     new_text = _assemble(text, lines, placed, fp.style, newline, alignment)
-    # A tuple of strings: the collector stops tracking it at its first look, where it
-    # would walk every line of a list again in each collection until the commit ends.
-    return PatchedText(new_text, tuple(notes), alignment.finish(len(lines)), tuple(lines))
+    codes = alignment.finish(len(lines))
+    # The review diff is built here, where the lines are split: kept for it instead,
+    # every line of every file would stay alive through review, and the collector's
+    # first look at them would cost more than all the hunks do.
+    hunks = planned_hunk_text(lines, new_text, codes, DIFF_CONTEXT)
+    return PatchedText(new_text, tuple(notes), codes, hunks)
 
 
 def _locate(
@@ -248,6 +263,10 @@ def _check_deleted_content(fp: FilePatch, text: str) -> None:
     if not fp.hunks:
         return
     old = [line for hunk in fp.hunks for line in hunk.old_lines]
+    if "\r" not in text and line_count(text) == len(old):  # lines end in \n, the last maybe not
+        listed = "\n".join(old)
+        if text == listed + "\n" or text == listed:
+            return
     search = _LineSearch(text, split_lines(text))
     contents = search.contents
     if len(old) == len(contents) and (
@@ -291,25 +310,27 @@ def _assemble(
         alignment.keep(start - previous)
         index = start
         endings = _AddedLineEndings(newline)
-        for op, group in groupby(hunk.lines, key=_OP):
-            run = list(group)
-            if op == " ":
-                context = lines[index : index + len(run)]
+        for run in _RUNS.finditer(hunk.ops):
+            first, last = run.span()
+            count = last - first
+            if hunk.ops[first] == " ":
+                context = lines[index : index + count]
                 emit("".join(context))
                 endings.saw_context(context)
-                alignment.keep(len(run))
-                index += len(run)
-            elif op == "-":
-                for removed in lines[index : index + len(run)]:
-                    endings.saw_removed(removed)
-                alignment.remove(len(run))
-                index += len(run)
+                alignment.keep(count)
+                index += count
+            elif hunk.ops[first] == "-":
+                endings.saw_removed(lines[index : index + count])
+                alignment.remove(count)
+                index += count
             else:
-                for line in run:
-                    added = shift.reindent(line.text) if shift is not None else line.text
-                    ending = endings.next_added()
-                    emit(added + ("" if line.no_newline else line.ending or ending))
-                alignment.add(len(run))
+                added = _added_lines(hunk, first, last, shift, endings.take(count))
+                if all(added):  # each ends in a break: one piece emits as each would
+                    emit("".join(added))
+                else:
+                    for piece in added:
+                        emit(piece)
+                alignment.add(count)
         previous = index
     emit("".join(lines[previous:]))
     result = "".join(pieces)
@@ -361,6 +382,26 @@ class _Alignment:
         self.removed = self.added = 0
 
 
+def _added_lines(
+    hunk: Hunk, first: int, last: int, shift: IndentShift | None, endings: list[str]
+) -> list[str]:
+    """Lines ``first:last`` of ``hunk`` (all added) as written: reindented by ``shift``,
+    each with the ending the patch states, else the one ``endings`` gives (none
+    before a no-newline marker)."""
+    texts: Sequence[str] = hunk.texts[first:last]
+    if shift is not None:
+        texts = [shift.reindent(text) for text in texts]
+    if hunk.endings is not None:
+        stated = hunk.endings[first:last]
+        endings = [given or ending for given, ending in zip(stated, endings, strict=True)]
+    if hunk.no_newline:
+        endings = [
+            "" if index in hunk.no_newline else ending
+            for index, ending in enumerate(endings, first)
+        ]
+    return list(map(str.__add__, texts, endings))
+
+
 class _AddedLineEndings:
     """The line break an added line gets: that of the removed line it takes the place
     of, else of the nearest old line before it in the hunk, else the file's own.
@@ -382,13 +423,23 @@ class _AddedLineEndings:
                 self.nearest = ending
                 return
 
-    def saw_removed(self, line: str) -> None:
-        ending = _ending(line) or self.nearest
-        self.removed.append(ending)
-        self.nearest = ending
+    def saw_removed(self, lines: list[str]) -> None:
+        """A run of removed lines: each gives its ending (the nearest one if it has none)."""
+        joined = "".join(lines)
+        if "\r" not in joined and joined.count("\n") == len(lines):  # all end in \n
+            self.removed.extend(["\n"] * len(lines))
+            self.nearest = "\n" if lines else self.nearest
+            return
+        for line in lines:
+            ending = _ending(line) or self.nearest
+            self.removed.append(ending)
+            self.nearest = ending
 
-    def next_added(self) -> str:
-        return self.removed.pop(0) if self.removed else self.nearest
+    def take(self, count: int) -> list[str]:
+        """The endings of the next ``count`` added lines."""
+        taken = self.removed[:count]
+        del self.removed[:count]
+        return taken + [self.nearest] * (count - len(taken))
 
 
 def _ending(line: str) -> str:

@@ -8,6 +8,7 @@ carries (line-number hints and no-newline markers exist only in unified diffs).
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
@@ -38,12 +39,11 @@ UNIFIED_FORMAT = """\
 
 
 class HunkLine(NamedTuple):
-    """``op`` is " " (context), "-" (removed) or "+" (added); ``text`` has no ending.
+    """One line of a hunk, as ``Hunk.lines`` shows it: ``op`` is " " (context), "-"
+    (removed) or "+" (added); ``text`` has no ending.
 
     ``no_newline`` records a following ``\\ No newline at end of file``; ``ending``
     is the line break the patch itself gives an added line ("" when it states none).
-    A named tuple: a real patch has tens of thousands of these, and no record is
-    cheaper to make.
     """
 
     op: str
@@ -56,25 +56,71 @@ class HunkLine(NamedTuple):
 class Hunk:
     """One contiguous change.
 
+    Its lines are kept in columns, not as one record per line: ``ops`` holds each
+    line's op character, ``texts`` each line's text without its ending. A real
+    patch has tens of thousands of lines, and a record for each costs more to make
+    than parsing the line did (``lines`` builds the records on demand, for error
+    messages). ``no_newline`` holds the indices of the lines followed by
+    ``\\ No newline at end of file``; ``endings`` the line break the patch gives
+    each line, when it states any (a unified diff of a CRLF file; None otherwise).
+
     ``anchors`` are Codex ``@@ <line>`` contexts, found in order before the hunk.
     ``old_start`` (1-based) is a unified diff's position hint: content decides,
     the hint only breaks ties. ``end_of_file`` pins the hunk to the file's end.
     """
 
-    lines: tuple[HunkLine, ...]
+    ops: str
+    texts: tuple[str, ...]
     header: str
     patch_line: int
     anchors: tuple[str, ...] = ()
     old_start: int | None = None
     end_of_file: bool = False
+    no_newline: frozenset[int] = frozenset()
+    endings: tuple[str, ...] | None = None
+
+    @classmethod
+    def of(
+        cls,
+        lines: Sequence[HunkLine],
+        header: str,
+        patch_line: int,
+        anchors: tuple[str, ...] = (),
+        old_start: int | None = None,
+        end_of_file: bool = False,
+    ) -> Hunk:
+        """A hunk made of line records."""
+        stated = tuple(line.ending for line in lines)
+        return cls(
+            "".join(line.op for line in lines),
+            tuple(line.text for line in lines),
+            header,
+            patch_line,
+            anchors,
+            old_start,
+            end_of_file,
+            frozenset(index for index, line in enumerate(lines) if line.no_newline),
+            stated if any(stated) else None,
+        )
+
+    @property
+    def lines(self) -> tuple[HunkLine, ...]:
+        endings = self.endings or ("",) * len(self.texts)
+        rows = zip(self.ops, self.texts, endings, strict=True)
+        return tuple(
+            HunkLine(op, text, index in self.no_newline, ending)
+            for index, (op, text, ending) in enumerate(rows)
+        )
 
     @functools.cached_property
     def old_lines(self) -> list[str]:
-        return [line.text for line in self.lines if line.op != "+"]
+        if "+" not in self.ops:
+            return list(self.texts)
+        return [text for op, text in zip(self.ops, self.texts, strict=True) if op != "+"]
 
     @property
     def new_lines(self) -> list[str]:
-        return [line.text for line in self.lines if line.op != "-"]
+        return [text for op, text in zip(self.ops, self.texts, strict=True) if op != "-"]
 
 
 @dataclass(frozen=True)

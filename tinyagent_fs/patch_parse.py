@@ -38,37 +38,39 @@ class ParsedPatch:
 
 def parse_patch(patch: str) -> ParsedPatch:
     """Parse either format; INVALID_ARGUMENT with the patch line number otherwise."""
-    lines = _unwrap_heredoc(list(enumerate(line_contents(patch), 1)))
+    texts = line_contents(patch)
+    start, stop = _unwrap_heredoc(texts)
+    lines = texts if (start, stop) == (0, len(texts)) else texts[start:stop]
     crlf = _crlf_lines(patch, line_count(patch))
     first = _first_content(lines)
     if first is None:
         raise ToolError(
             ErrorCode.INVALID_ARGUMENT, "the patch is empty", "expected format:\n" + CODEX_FORMAT
         )
-    if lines[first][1].strip() == _BEGIN:
-        files, style = _parse_codex(lines, first), "codex"
-    elif any(line.startswith(("--- ", "diff --git ", "@@ ")) for _, line in lines[first:]):
-        files, style = parse_unified(lines, crlf), "unified"
+    if lines[first].strip() == _BEGIN:
+        files, style = _parse_codex(list(enumerate(lines, start + 1)), first), "codex"
+    elif any(line.startswith(("--- ", "diff --git ", "@@ ")) for line in lines[first:]):
+        files, style = parse_unified(lines, start + 1, crlf), "unified"
     else:
         raise malformed(
-            lines[first][0],
+            start + 1 + first,
             f"this is neither a '{_BEGIN}' patch nor a unified diff (it starts with "
-            f"{lines[first][1][:60]!r})",
+            f"{lines[first][:60]!r})",
             "codex",
         )
     if not files:
-        raise malformed(lines[_last_content(lines)][0], "the patch changes no file", style)
+        raise malformed(start + 1 + _last_content(lines), "the patch changes no file", style)
     return ParsedPatch(files, style)
 
 
-def _first_content(lines: list[PatchLine]) -> int | None:
+def _first_content(lines: list[str]) -> int | None:
     """Index of the first line that is not blank; None when all are."""
-    return next((index for index, (_, line) in enumerate(lines) if line.strip()), None)
+    return next((index for index, line in enumerate(lines) if line.strip()), None)
 
 
-def _last_content(lines: list[PatchLine]) -> int:
+def _last_content(lines: list[str]) -> int:
     """Index of the last line that is not blank (there is one)."""
-    return next(index for index in range(len(lines) - 1, -1, -1) if lines[index][1].strip())
+    return next(index for index in range(len(lines) - 1, -1, -1) if lines[index].strip())
 
 
 def _crlf_lines(patch: str, line_count: int) -> frozenset[int]:
@@ -85,23 +87,24 @@ def _crlf_lines(patch: str, line_count: int) -> frozenset[int]:
     return found if len(found) < broken else frozenset()
 
 
-def _unwrap_heredoc(lines: list[PatchLine]) -> list[PatchLine]:
-    """The body of ``apply_patch <<'EOF' ... EOF`` (also <<EOF, <<"EOF", any word)."""
+def _unwrap_heredoc(lines: list[str]) -> tuple[int, int]:
+    """Where the body of ``apply_patch <<'EOF' ... EOF`` (also <<EOF, <<"EOF", any
+    word) starts and stops among ``lines``; all of them when there is no heredoc."""
     first = _first_content(lines)
     if first is None:
-        return lines
-    opened = _HEREDOC.match(lines[first][1])
+        return 0, len(lines)
+    opened = _HEREDOC.match(lines[first])
     if opened is None:
-        return lines
+        return 0, len(lines)
     last = _last_content(lines)
     word = opened.group(2)
-    if last == first or lines[last][1].strip() != word:
+    if last == first or lines[last].strip() != word:
         raise malformed(
-            lines[first][0],
+            first + 1,
             f"the heredoc opened here with <<{word} is not closed by a final line '{word}'",
             "codex",
         )
-    return lines[first + 1 : last]
+    return first + 1, last
 
 
 def _parse_codex(lines: list[PatchLine], start: int) -> list[FilePatch]:
@@ -154,7 +157,7 @@ def _is_section_end(stripped: str) -> bool:
 def _codex_add(
     lines: list[PatchLine], index: int, path: str, header_line: int
 ) -> tuple[FilePatch, int]:
-    added: list[HunkLine] = []
+    added: list[str] = []
     blanks: list[int] = []
     while index < len(lines) and not _is_section_end(lines[index][1].strip()):
         number, line = lines[index]
@@ -168,13 +171,13 @@ def _codex_add(
                     "empty line)",
                     "codex",
                 )
-            added.append(HunkLine("+", line[1:]))
+            added.append(line[1:])
         else:
             raise malformed(
                 number, f"a line of added file {path} must start with '+': {line[:80]!r}", "codex"
             )
         index += 1
-    hunk = Hunk(tuple(added), f"*** Add File: {path}", header_line)
+    hunk = Hunk("+" * len(added), tuple(added), f"*** Add File: {path}", header_line)
     return FilePatch("add", path, hunks=(hunk,) if added else (), patch_line=header_line), index
 
 
@@ -272,8 +275,8 @@ class _HunkBuilder:
             raise malformed(
                 self.first_line, f"a hunk of {self.path} has an '@@' line but no lines", "codex"
             )
-        hunk = Hunk(
-            tuple(self.lines),
+        hunk = Hunk.of(
+            self.lines,
             " ".join(self.headers),
             self.first_line,
             anchors=tuple(self.anchors),

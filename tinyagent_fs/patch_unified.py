@@ -9,14 +9,21 @@ sections (a commit message, ``Index:`` lines) is ignored, as ``git apply`` does.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from tinyagent_fs.patch_model import FilePatch, Hunk, HunkLine, PatchLine, malformed
+from tinyagent_fs.errors import ToolError
+from tinyagent_fs.patch_model import FilePatch, Hunk, malformed
 
 DEV_NULL = "/dev/null"
 
 _UNPAIRED = "'--- <path>' must be followed by '+++ <path>'"
+_LF_ENDINGS = {"+": "\n", " ": "", "-": ""}
+"""The ending each kind of hunk line states in a patch that states endings, for a
+hunk none of whose lines ended in CRLF."""
+_MARKER_FIRST = "'\\ No newline at end of file' must follow a hunk line"
 _HUNK_HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@(.*)$")
 _B_SIDE = re.compile(" (?=b/)")
 """Where the b/ side of a ``diff --git`` line may start (every space before a "b/")."""
@@ -53,60 +60,83 @@ class _Section:
     hunks: list[Hunk] = field(default_factory=list)
 
 
-def parse_unified(lines: list[PatchLine], crlf: frozenset[int] = frozenset()) -> list[FilePatch]:
-    """``crlf`` holds the numbers of the patch lines that ended in CRLF; when there
-    are any, the patch states each added line's ending and it is written as given
-    (byte for byte what ``git apply`` writes)."""
+def parse_unified(
+    lines: list[str], first: int = 1, crlf: frozenset[int] = frozenset()
+) -> list[FilePatch]:
+    """``lines``: the patch's lines without their endings, the first of them patch line
+    ``first``. ``crlf`` holds the numbers of the patch lines that ended in CRLF; when
+    there are any, the patch states each added line's ending and it is written as
+    given (byte for byte what ``git apply`` writes)."""
+    reader = _Reader(lines, first, crlf)
     files: list[FilePatch] = []
     index = 0
     while index < len(lines):
-        number, line = lines[index]
+        line = lines[index]
         if line.startswith("diff --git ") or _starts_file(lines, index):
-            section, index = _section(lines, index, crlf)
+            section, index = _section(reader, index)
             file = _file_patch(section)
             if file is not None:
                 files.append(file)
             continue
         if line.startswith("@@"):
             raise malformed(
-                number, "a hunk header before any '--- a/path' / '+++ b/path'", "unified"
+                first + index,
+                "a hunk header before any '--- a/path' / '+++ b/path'",
+                "unified",
             )
         if line.startswith(("--- ", "+++ ")):
-            raise malformed(number, "'--- <path>' must be followed by '+++ <path>'", "unified")
+            raise malformed(first + index, _UNPAIRED, "unified")
         index += 1
     return files
 
 
-def _starts_file(lines: list[PatchLine], index: int) -> bool:
+class _Reader:
+    """The patch's lines, with what reading hunk bodies needs: each line's first
+    character (one string for the whole patch, so a body's lines are counted by
+    ``str.count`` rather than one by one) and the CRLF line numbers."""
+
+    def __init__(self, lines: list[str], first: int, crlf: frozenset[int]) -> None:
+        self.lines = lines
+        self.first = first
+        self.crlf = crlf
+        self.ops = "".join([line[:1] or " " for line in lines])
+        self._crlf_sorted = sorted(crlf)
+
+    def has_crlf(self, first: int, stop: int) -> bool:
+        """Whether a patch line numbered ``first`` to ``stop - 1`` ended in CRLF."""
+        at = bisect_left(self._crlf_sorted, first)
+        return at < len(self._crlf_sorted) and self._crlf_sorted[at] < stop
+
+
+def _starts_file(lines: list[str], index: int) -> bool:
     return (
-        lines[index][1].startswith("--- ")
+        lines[index].startswith("--- ")
         and index + 1 < len(lines)
-        and lines[index + 1][1].startswith("+++ ")
+        and lines[index + 1].startswith("+++ ")
     )
 
 
-def _section(lines: list[PatchLine], index: int, crlf: frozenset[int]) -> tuple[_Section, int]:
-    number, line = lines[index]
-    section = _Section(number)
+def _section(reader: _Reader, index: int) -> tuple[_Section, int]:
+    lines, first = reader.lines, reader.first
+    line = lines[index]
+    section = _Section(first + index)
     if line.startswith("diff --git "):
-        section.git_paths = _git_paths(line[len("diff --git ") :], number)
+        section.git_paths = _git_paths(line[len("diff --git ") :], first + index)
         index += 1
-        while index < len(lines) and lines[index][1].startswith(_EXTENDED_HEADERS):
-            _extended_header(section, *lines[index])
+        while index < len(lines) and lines[index].startswith(_EXTENDED_HEADERS):
+            _extended_header(section, first + index, lines[index])
             index += 1
-    if index < len(lines) and lines[index][1].startswith("--- "):
+    if index < len(lines) and lines[index].startswith("--- "):
         if not _starts_file(lines, index):
-            raise malformed(
-                lines[index][0], "'--- <path>' must be followed by '+++ <path>'", "unified"
-            )
-        section.old_path, section.old_missing = _header_path(lines[index][1][4:])
-        section.new_path, section.new_missing = _header_path(lines[index + 1][1][4:])
+            raise malformed(first + index, _UNPAIRED, "unified")
+        section.old_path, section.old_missing = _header_path(lines[index][4:])
+        section.new_path, section.new_missing = _header_path(lines[index + 1][4:])
         index += 2
-    while index < len(lines) and lines[index][1].startswith("@@"):
-        hunk, index = _hunk(lines, index, crlf)
+    while index < len(lines) and lines[index].startswith("@@"):
+        hunk, index = _hunk(reader, index)
         section.hunks.append(hunk)
     if index < len(lines):
-        _refuse_overlong_hunk(section, *lines[index])
+        _refuse_overlong_hunk(section, first + index, lines[index])
     return section, index
 
 
@@ -142,8 +172,9 @@ def _refuse_overlong_hunk(section: _Section, number: int, line: str) -> None:
         )
 
 
-def _hunk(lines: list[PatchLine], index: int, crlf: frozenset[int]) -> tuple[Hunk, int]:
-    number, header = lines[index]
+def _hunk(reader: _Reader, index: int) -> tuple[Hunk, int]:
+    lines, number = reader.lines, reader.first + index
+    header = lines[index]
     match = _HUNK_HEADER.match(header.rstrip())
     if match is None:
         raise malformed(
@@ -155,58 +186,103 @@ def _hunk(lines: list[PatchLine], index: int, crlf: frozenset[int]) -> tuple[Hun
     old_start = int(match.group(1))
     old_count = 1 if match.group(2) is None else int(match.group(2))
     new_count = 1 if match.group(4) is None else int(match.group(4))
-    body: list[HunkLine] = []
-    add, make = body.append, tuple.__new__  # make: HunkLine without its Python __new__
-    old_seen = new_seen = 0
-    index += 1
-    while old_seen < old_count or new_seen < new_count:
-        at, line = lines[index] if index < len(lines) else (0, "")
-        op = line[:1] or " "
-        if index >= len(lines) or op not in " -+\\":
-            where = "the patch ends" if index >= len(lines) else f"line {at} is no hunk line"
-            raise malformed(
-                number,
-                f"the hunk {header.strip()!r} is cut short ({where}) after {old_seen} of "
-                f"{old_count} old and {new_seen} of {new_count} new lines",
-                "unified",
-            )
-        if op == " ":
-            old_seen += 1
-            new_seen += 1
-            add(make(HunkLine, (" ", line[1:], False, "")))
-        elif op == "-":
-            old_seen += 1
-            add(make(HunkLine, ("-", line[1:], False, "")))
-        elif op == "+":
-            new_seen += 1
-            ending = ("\r\n" if at in crlf else "\n") if crlf else ""
-            add(make(HunkLine, ("+", line[1:], False, ending)))
-        else:
-            _mark_no_newline(body, at)
-        if old_seen > old_count or new_seen > new_count:
-            raise malformed(
-                at, f"the hunk {header.strip()!r} has more lines than its header counts", "unified"
-            )
-        index += 1
-    if index < len(lines) and lines[index][1].startswith("\\"):
-        _mark_no_newline(body, lines[index][0])
-        index += 1
-    old_side = [line for line in body if line.op != "+"]
+    start = index + 1
+    end = _body_end(reader.ops, start, old_count, new_count)
+    if end is None:
+        raise _body_error(reader, index, old_count, new_count)
+    ops, rows = reader.ops[start:end], lines[start:end]
+    marks: set[int] = set()
+    numbers: Sequence[int] = range(reader.first + start, reader.first + end)
+    if "\\" in ops:  # a marker belongs to the line before it
+        kept = [at for at, op in enumerate(ops) if op != "\\"]
+        marks = {len(ops[:at].replace("\\", "")) - 1 for at, op in enumerate(ops) if op == "\\"}
+        ops = "".join(ops[at] for at in kept)
+        rows = [rows[at] for at in kept]
+        numbers = [numbers[at] for at in kept]
+    if end < len(lines) and lines[end].startswith("\\"):
+        if not ops:
+            raise malformed(reader.first + end, _MARKER_FIRST, "unified")
+        marks.add(len(ops) - 1)
+        end += 1
+    endings = None
+    if reader.crlf and reader.has_crlf(reader.first + start, reader.first + end):
+        endings = tuple(
+            ("\r\n" if at in reader.crlf else "\n") if op == "+" else ""
+            for op, at in zip(ops, numbers, strict=True)
+        )
+    elif reader.crlf:
+        endings = tuple(map(_LF_ENDINGS.__getitem__, ops))
+    last_old = max(ops.rfind(" "), ops.rfind("-"))
     hunk = Hunk(
-        tuple(body),
+        ops,
+        tuple([row[1:] for row in rows]),
         header.strip(),
         number,
         old_start=old_start if old_count else old_start + 1,
-        end_of_file=bool(old_side) and old_side[-1].no_newline,
+        end_of_file=last_old in marks,
+        no_newline=frozenset(marks),
+        endings=endings,
     )
-    return hunk, index
+    return hunk, end
 
 
-def _mark_no_newline(body: list[HunkLine], number: int) -> None:
-    if not body:
-        raise malformed(number, "'\\ No newline at end of file' must follow a hunk line", "unified")
-    last = body[-1]
-    body[-1] = HunkLine(last.op, last.text, no_newline=True, ending=last.ending)
+def _body_end(ops: str, start: int, old_count: int, new_count: int) -> int | None:
+    """Where a hunk body starting at line ``start`` ends, read by the header's counts
+    (markers after its last line not included); None when the body is not well formed.
+
+    Each line counts at most once towards each side, so the body is at least as many
+    lines longer as the side furthest from its count lacks: stepping by that lands
+    on the first line where both counts are reached, counting characters in C.
+    """
+    end = start + max(old_count, new_count)
+    while end <= len(ops):
+        context = ops.count(" ", start, end)
+        old_seen = context + ops.count("-", start, end)
+        new_seen = context + ops.count("+", start, end)
+        lacking = max(old_count - old_seen, new_count - new_seen)
+        if lacking > 0:
+            end += lacking
+            continue
+        valid = old_seen + new_seen - context + ops.count("\\", start, end) == end - start
+        if old_seen != old_count or new_seen != new_count or not valid:
+            return None
+        if end > start and ops[start] == "\\":
+            return None
+        return end
+    return None
+
+
+def _body_error(reader: _Reader, index: int, old_count: int, new_count: int) -> ToolError:
+    """The error a body that ``_body_end`` found not well formed gets: its lines read
+    one by one to find the first that goes wrong."""
+    lines, number = reader.lines, reader.first + index
+    header = lines[index].strip()
+    old_seen = new_seen = 0
+    seen_any = False
+    index += 1
+    while old_seen < old_count or new_seen < new_count:
+        at = reader.first + index
+        line = lines[index] if index < len(lines) else ""
+        op = line[:1] or " "
+        if index >= len(lines) or op not in " -+\\":
+            where = "the patch ends" if index >= len(lines) else f"line {at} is no hunk line"
+            return malformed(
+                number,
+                f"the hunk {header!r} is cut short ({where}) after {old_seen} of "
+                f"{old_count} old and {new_seen} of {new_count} new lines",
+                "unified",
+            )
+        if op == "\\" and not seen_any:
+            return malformed(at, _MARKER_FIRST, "unified")
+        old_seen += op in " -"
+        new_seen += op in " +"
+        seen_any = seen_any or op != "\\"
+        if old_seen > old_count or new_seen > new_count:
+            return malformed(
+                at, f"the hunk {header!r} has more lines than its header counts", "unified"
+            )
+        index += 1
+    raise AssertionError("a hunk body _body_end refused reads well line by line")
 
 
 def _file_patch(section: _Section) -> FilePatch | None:
@@ -223,14 +299,14 @@ def _file_patch(section: _Section) -> FilePatch | None:
     hunks = tuple(section.hunks)
     if section.new_file or (old_path == DEV_NULL and new_path != DEV_NULL):
         path = _required(new_path if new_path not in (None, DEV_NULL) else git_new, line)
-        if any(hl.op != "+" for hunk in hunks for hl in hunk.lines):
+        if any(hunk.ops.strip("+") for hunk in hunks):
             raise malformed(line, f"the new file {path} has context or removed lines", "unified")
         return FilePatch(
             "add", path, hunks=hunks, style="unified", patch_line=line, mode=section.new_mode
         )
     if section.deleted or new_path == DEV_NULL:
         path = _required(old_path if old_path not in (None, DEV_NULL) else git_old, line)
-        if any(hl.op == "+" for hunk in hunks for hl in hunk.lines):
+        if any("+" in hunk.ops for hunk in hunks):
             raise malformed(line, f"the deleted file {path} has added lines", "unified")
         return FilePatch("delete", path, hunks=hunks, style="unified", patch_line=line)
     source = _required(section.rename_from or new_path or git_old, line)

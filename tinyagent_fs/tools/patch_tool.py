@@ -6,11 +6,11 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
-from ..changes import ChangeKind, ChangeSet, FileChange
+from ..changes import ChangeKind, ChangeSet, FileChange, PlannedDiff
 from ..errors import ErrorCode, ToolError
 from ..gc_pause import paused_gc
 from ..hooks.decision import Risk
-from ..patch import parse_patch, plan_patch
+from ..patch import PlannedFile, parse_patch, plan_patch
 from ..text import UTF8_LF, DecodedText, decode_text, encode_text, has_escaped_bytes
 from .context import ToolContext
 from .plan import Plan
@@ -41,8 +41,7 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
 
     with paused_gc():
         planned = plan_patch(parsed, read_text, encoding_of)
-    # Tens of thousands of hunk lines, each a named tuple the collector tracks for as
-    # long as it lives: nothing may keep them alive through review and commit.
+    # Every hunk line's text: nothing needs them through review and commit.
     style = parsed.style
     del parsed
     new_dirs = await _missing_folders(
@@ -70,7 +69,7 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
             "new_text": item.new_text,
             "mode": mode,
             "line_opcodes": item.alignment,
-            "old_lines": item.old_lines,
+            "planned_diff": _planned_diff(item),
         }
         if item.kind == "add":
             if old is not None:
@@ -180,3 +179,9 @@ def _encoded(text: str | None, like: DecodedText, existed: bool) -> bytes | None
     if not existed and has_escaped_bytes(text):
         return text.encode("utf-8", "surrogateescape")
     return encode_text(text, like)
+
+
+def _planned_diff(item: PlannedFile) -> PlannedDiff | None:
+    if item.hunks is None or item.old_text is None or item.new_text is None:
+        return None
+    return PlannedDiff(item.old_text, item.new_text, item.hunks)
