@@ -46,7 +46,7 @@ from .worker_slot import WorkerSlot
 COMMAND_MARGIN_S = 5.0
 EXIT_WAIT_S = 0.5
 """How long a worker whose socket closed gets to be reaped, to tell a crash from a stall."""
-QUICK_OPS = frozenset({"read_bytes", "read_window", "stat_path", "ping"})
+QUICK_OPS = frozenset({"read_bytes", "read_window", "stat_path", "stat_paths", "ping"})
 """Sent from the loop: small requests, answered by bounded work."""
 QUICK_TIMEOUT_S = 30.0
 SCAN_OPS = frozenset({"list_tree", "glob_files", "grep", "walk_all"})
