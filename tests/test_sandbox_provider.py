@@ -368,9 +368,9 @@ def ops_on_the_thread(provider: Any) -> list[str]:
     threaded: list[str] = []
     call_sync = provider.call_sync
 
-    def counted(op: str, kwargs: dict) -> object:
+    def counted(op: str, kwargs: dict, held: Any = None) -> object:
         threaded.append(op)
-        return call_sync(op, kwargs)
+        return call_sync(op, kwargs, held)
 
     provider.call_sync = counted
     return threaded

@@ -19,6 +19,7 @@ import hashlib
 import os
 import shutil
 import stat as stat_module
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -53,9 +54,22 @@ class _Step:
     """(original, backup, whether the backup is a renamed directory)."""
 
 
-def commit_changes(change_id: str, changes: list[dict[str, Any]]) -> dict[str, Any]:
-    """Apply ``changes`` (dicts of FileChange fields) atomically; report bytes written."""
+def commit_changes(
+    change_id: str, changes: list[dict[str, Any]], ready: Callable[[], bool] | None = None
+) -> dict[str, Any]:
+    """Apply ``changes`` (dicts of FileChange fields) atomically; report bytes written.
+
+    ``ready``, when given, is asked once every planned hash is checked and before
+    anything is written: a caller that keeps the undo journal elsewhere records it
+    meanwhile, and says whether to go on (False: called off, nothing touched).
+    """
     steps = [_verify(change) for change in changes]
+    if ready is not None and not ready():
+        raise ToolError(
+            ErrorCode.INTERNAL_ERROR,
+            "the commit was called off before it changed anything",
+            "nothing was written",
+        )
     created_dirs: list[str] = []
     applied: list[_Step] = []
     try:

@@ -28,8 +28,9 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +127,39 @@ class LinuxSandboxProvider(Provider):
         queue keeps the worker busy while the loop serves other work. Starting
         the worker never runs on the loop.
         """
+        return await self._call(op, kwargs)
+
+    async def commit(
+        self, change_id: str, changes: list[dict[str, Any]], before: Callable[[], None]
+    ) -> dict[str, Any]:
+        """The commit sent to the worker, which holds it once it has checked the planned
+        hashes; ``before`` runs on this loop while the request goes out and is checked,
+        and only then is the worker told to go on (or, when ``before`` failed, to stop
+        with nothing changed). Sending the contents and checking hundreds of files cost
+        about what recording the undo journal costs here: they overlap instead of
+        adding up."""
+        word = _Word(asyncio.get_running_loop())
+        args = {"change_id": change_id, "changes": changes, "hold": True}
+        answer = asyncio.ensure_future(self._call("commit_changes", args, word))
+        try:
+            await asyncio.wait((word.sending, answer), return_when=asyncio.FIRST_COMPLETED)
+            if word.sending.done():
+                try:
+                    before()
+                except BaseException:
+                    word.verdict.set_result(False)
+                    await asyncio.wait((answer,))  # the worker's "called off", not news
+                    raise
+                word.verdict.set_result(True)
+            report: dict[str, Any] = await answer
+            return report
+        finally:
+            if not word.verdict.done():  # cancelled while held: the worker stops, changing nothing
+                word.verdict.set_result(False)
+            word.sending.cancel()
+            answer.add_done_callback(_retrieved)
+
+    async def _call(self, op: str, kwargs: dict[str, Any], word: _Word | None = None) -> Any:
         loop = asyncio.get_running_loop()
         from_loop = op in QUICK_OPS or op in SCAN_OPS
         timeout = self.call_timeout_s
@@ -149,7 +183,8 @@ class LinuxSandboxProvider(Provider):
                 if self._open_queue(loop) is not None:
                     continue  # started while this call waited for its turn
                 if not from_loop or not self._worker_alive() or not self._lock.acquire(False):
-                    return await loop.run_in_executor(self._thread(), self.call_sync, op, kwargs)
+                    job = partial(self.call_sync, op, kwargs, word)
+                    return await loop.run_in_executor(self._thread(), job)
                 assert self._slot.sock is not None
                 self._queue = ReplyQueue(loop, self._slot.sock, self)
                 answer = self._queue.send(op, kwargs, timeout)
@@ -186,14 +221,27 @@ class LinuxSandboxProvider(Provider):
     def release(self) -> None:
         self._lock.release()
 
-    def call_sync(self, op: str, kwargs: dict[str, Any]) -> Any:
-        """The blocking form of :meth:`call`, for callers that have no event loop."""
+    def call_sync(self, op: str, kwargs: dict[str, Any], word: _Word | None = None) -> Any:
+        """The blocking form of :meth:`call`, for callers that have no event loop.
+
+        ``word``: the request holds the worker once it is ready to change files (see
+        :meth:`commit`); the caller is told when the request is going out, and its
+        answer (go on, or not) is sent on before the reply is awaited.
+        """
         timeout = self.call_timeout_s
         if op == "run_command":
             timeout = float(kwargs.get("timeout_s", 0)) + KILL_GRACE_S + COMMAND_MARGIN_S
             kwargs = {"limits": self._command_limits(), **kwargs}
         with self._lock:
-            self._send(op, kwargs)
+            sock = self._ensure_worker()
+            if word is not None:
+                word.going()
+            self._send(op, kwargs, sock)
+            if word is not None:
+                try:
+                    wire.send_message(sock, {"go": word.verdict.result()})
+                except wire.WireError as exc:
+                    raise self._worker_lost(op, str(exc)) from None
             deadline = time.monotonic() + timeout  # after a worker start, which has its own
             cgroup = self._slot.cgroup if op == "run_command" else None
             hits = cgroup.limit_hits() if cgroup else 0
@@ -408,6 +456,30 @@ def _tool_error(payload: Any) -> ToolError:
         security_violation=violation if isinstance(violation, bool) else None,
         details=details if isinstance(details, dict) else None,
     )
+
+
+class _Word:
+    """Between a held commit's caller on the loop and the provider's thread: the thread
+    says when the request is going out, the caller whether the worker is to go on."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.sending: asyncio.Future[None] = loop.create_future()
+        self.verdict: Future[bool] = Future()
+
+    def going(self) -> None:
+        self.loop.call_soon_threadsafe(self._settle)
+
+    def _settle(self) -> None:
+        if not self.sending.done():
+            self.sending.set_result(None)
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Take a finished task's outcome, so that one nobody awaited any more (its caller
+    was cancelled, or failed first) is not reported as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _unique(paths: Any) -> list[str]:
