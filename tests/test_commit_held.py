@@ -5,7 +5,9 @@ failure on either side leaves every file as it was and the worker in step."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +18,7 @@ from tinyagent_fs.changes import content_hash
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.journal import UndoJournal
+from tinyagent_fs.providers.linux import _Word
 
 from .conftest import make_provider
 from .sandbox_support import Sandbox, open_sandbox, require_sandbox
@@ -102,6 +105,24 @@ async def test_a_conflict_found_while_held_is_raised_once_the_journal_is_recorde
     assert recorded == ["journal"]
     assert (sandbox.root / "inside.txt").read_bytes() == OLD
     await in_step(sandbox)
+
+
+@require_sandbox()
+async def test_a_word_that_never_comes_calls_the_commit_off_by_the_deadline(
+    tmp_path: Path,
+) -> None:
+    """A loop stopped without ending its tasks never answers: the worker and the lock
+    are not kept for ever, and nothing changes."""
+    async for sandbox in open_sandbox(tmp_path, call_timeout_s=1.0):
+        word = _Word(asyncio.get_running_loop())
+        args = {"change_id": "held5", "changes": modify(sandbox), "hold": True}
+        call = partial(sandbox.provider.call_sync, "commit_changes", args, word)
+        with pytest.raises(ToolError, match="called off before it changed anything"):
+            await asyncio.get_running_loop().run_in_executor(None, call)
+        assert word.sending.done()
+        assert (sandbox.root / "inside.txt").read_bytes() == OLD
+        assert leftovers(sandbox.root) == []
+        await in_step(sandbox)
 
 
 async def test_a_patch_whose_journal_cannot_be_written_changes_nothing(

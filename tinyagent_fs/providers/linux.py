@@ -30,6 +30,7 @@ import time
 import weakref
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -239,7 +240,7 @@ class LinuxSandboxProvider(Provider):
             self._send(op, kwargs, sock)
             if word is not None:
                 try:
-                    wire.send_message(sock, {"go": word.verdict.result()})
+                    wire.send_message(sock, {"go": word.go_on(timeout)})
                 except wire.WireError as exc:
                     raise self._worker_lost(op, str(exc)) from None
             deadline = time.monotonic() + timeout  # after a worker start, which has its own
@@ -469,6 +470,14 @@ class _Word:
 
     def going(self) -> None:
         self.loop.call_soon_threadsafe(self._settle)
+
+    def go_on(self, timeout: float) -> bool:
+        """The caller's word; none within ``timeout`` (a loop stopped without ending its
+        tasks) calls the commit off rather than keep the worker and the lock forever."""
+        try:
+            return self.verdict.result(timeout)
+        except FutureTimeout:
+            return False
 
     def _settle(self) -> None:
         if not self.sending.done():

@@ -91,9 +91,15 @@ class _Lifted:
         if isinstance(value, dict):
             if BLOB_KEY in value:
                 raise TypeError(f"dict key {BLOB_KEY!r} is reserved by the wire format")
-            return {_key(key): self.lift(item) for key, item in value.items()}
+            # Scalars, most of a message, are kept without a call each.
+            return {
+                key if type(key) is str else _key(key): item
+                if type(item) in _SCALARS
+                else self.lift(item)
+                for key, item in value.items()
+            }
         if isinstance(value, (list, tuple)):
-            return [self.lift(item) for item in value]
+            return [item if type(item) in _SCALARS else self.lift(item) for item in value]
         if isinstance(value, (str, int, float)):
             return value
         raise TypeError(f"{type(value).__name__} cannot cross the sandbox boundary")
@@ -317,9 +323,9 @@ def _key(key: Any) -> str:
 
 
 def _is_span(ref: Any, limit: int) -> bool:
-    return (
-        isinstance(ref, list)
-        and len(ref) == 2
-        and all(type(part) is int and part >= 0 for part in ref)
-        and ref[0] + ref[1] <= limit
-    )
+    """Whether ``ref`` is ``[start, length]`` within ``limit`` (checked once per blob: a
+    read of 500 files has 500, so no generator and no call per part)."""
+    if type(ref) is not list or len(ref) != 2:
+        return False
+    start, length = ref
+    return type(start) is int and type(length) is int and 0 <= start <= start + length <= limit
