@@ -115,7 +115,7 @@ async def test_a_word_that_never_comes_calls_the_commit_off_by_the_deadline(
     are not kept for ever, and nothing changes."""
     async for sandbox in open_sandbox(tmp_path, call_timeout_s=1.0):
         word = _Word(asyncio.get_running_loop())
-        args = {"change_id": "held5", "changes": modify(sandbox), "hold": True}
+        args = {"change_id": "held5", "changes": modify(sandbox)}
         call = partial(sandbox.provider.call_sync, "commit_changes", args, word)
         with pytest.raises(ToolError, match="called off before it changed anything"):
             await asyncio.get_running_loop().run_in_executor(None, call)

@@ -121,46 +121,13 @@ class LinuxSandboxProvider(Provider):
         process = self._slot.process
         return process.pid if process is not None else None
 
-    async def call(self, op: str, **kwargs: Any) -> Any:
+    async def call(self, op: str, *, word: _Word | None = None, **kwargs: Any) -> Any:
         """Reads through this loop's reply queue; the rest via the provider's thread.
 
         A round trip is tens of µs, less than a hop to a thread and back, and a
         queue keeps the worker busy while the loop serves other work. Starting
-        the worker never runs on the loop.
+        the worker never runs on the loop. ``word``: see :meth:`commit`.
         """
-        return await self._call(op, kwargs)
-
-    async def commit(
-        self, change_id: str, changes: list[dict[str, Any]], before: Callable[[], None]
-    ) -> dict[str, Any]:
-        """The commit sent to the worker, which holds it once it has checked the planned
-        hashes; ``before`` runs on this loop while the request goes out and is checked,
-        and only then is the worker told to go on (or, when ``before`` failed, to stop
-        with nothing changed). Sending the contents and checking hundreds of files cost
-        about what recording the undo journal costs here: they overlap instead of
-        adding up."""
-        word = _Word(asyncio.get_running_loop())
-        args = {"change_id": change_id, "changes": changes, "hold": True}
-        answer = asyncio.ensure_future(self._call("commit_changes", args, word))
-        try:
-            await asyncio.wait((word.sending, answer), return_when=asyncio.FIRST_COMPLETED)
-            if word.sending.done():
-                try:
-                    before()
-                except BaseException:
-                    word.verdict.set_result(False)
-                    await asyncio.wait((answer,))  # the worker's "called off", not news
-                    raise
-                word.verdict.set_result(True)
-            report: dict[str, Any] = await answer
-            return report
-        finally:
-            if not word.verdict.done():  # cancelled while held: the worker stops, changing nothing
-                word.verdict.set_result(False)
-            word.sending.cancel()
-            answer.add_done_callback(_retrieved)
-
-    async def _call(self, op: str, kwargs: dict[str, Any], word: _Word | None = None) -> Any:
         loop = asyncio.get_running_loop()
         from_loop = op in QUICK_OPS or op in SCAN_OPS
         timeout = self.call_timeout_s
@@ -190,6 +157,37 @@ class LinuxSandboxProvider(Provider):
                 self._queue = ReplyQueue(loop, self._slot.sock, self)
                 answer = self._queue.send(op, kwargs, timeout)
             return await answer
+
+    async def commit(
+        self, change_id: str, changes: list[dict[str, Any]], before: Callable[[], None]
+    ) -> dict[str, Any]:
+        """The commit sent to the worker, which holds it once it has checked the planned
+        hashes; ``before`` runs on this loop while the request goes out and is checked,
+        and only then is the worker told to go on (or, when ``before`` failed, to stop
+        with nothing changed). Sending the contents and checking hundreds of files cost
+        about what recording the undo journal costs here: they overlap instead of
+        adding up."""
+        word = _Word(asyncio.get_running_loop())
+        answer = asyncio.ensure_future(
+            self.call("commit_changes", word=word, change_id=change_id, changes=changes)
+        )
+        try:
+            await asyncio.wait((word.sending, answer), return_when=asyncio.FIRST_COMPLETED)
+            if word.sending.done():
+                try:
+                    before()
+                except BaseException:
+                    word.verdict.set_result(False)
+                    await asyncio.wait((answer,))  # the worker's "called off", not news
+                    raise
+                word.verdict.set_result(True)
+            report: dict[str, Any] = await answer
+            return report
+        finally:
+            if not word.verdict.done():  # cancelled while held: the worker stops, changing nothing
+                word.verdict.set_result(False)
+            word.sending.cancel()
+            answer.add_done_callback(_retrieved)
 
     def _open_queue(self, loop: asyncio.AbstractEventLoop) -> ReplyQueue | None:
         """This loop's queue while it takes answers; another loop's makes calls go by the
@@ -236,6 +234,7 @@ class LinuxSandboxProvider(Provider):
         with self._lock:
             sock = self._ensure_worker()
             if word is not None:
+                kwargs = {**kwargs, "hold": True}
                 word.going()
             self._send(op, kwargs, sock)
             if word is not None:
