@@ -23,10 +23,10 @@ socket and nothing else. The order matters and is the point of this module:
 Every request is ``{"op", "args"}``; every answer ``{"ok": value}`` or
 ``{"error": {...}}``. A commit sent with ``"hold": true`` checks its planned hashes,
 then waits for one more message, ``{"go": true}`` (or false: called off, nothing
-changed), which the toolkit sends once its undo journal is recorded. After each command every other process of the namespace
-is killed (a ``setsid`` daemon included) and code-running files the command
-planted are quarantined. When the worker exits, or is killed, the kernel ends
-whatever is left in its PID namespace.
+changed), which the toolkit sends once its undo journal is recorded. After each
+command every other process of the namespace is killed (a ``setsid`` daemon
+included) and code-running files the command planted are quarantined. When the
+worker exits, or is killed, the kernel ends whatever is left in its PID namespace.
 """
 
 from __future__ import annotations
