@@ -1,13 +1,13 @@
 """apply_patch on the real-patch corpus: this tree against an earlier commit, in turns.
 
 Run: ``PYTHONPATH=. .venv/bin/python bench/bench_patch_ab.py --baseline main
-[--rounds 7] [--files 870] [--output bench/results/patch_ab.txt]``.
+[--rounds 7] [--files 870] [--provider local|linux] [--output bench/results/patch_ab.txt]``.
 
 The patch is ``bench_patch``'s (``git diff -M`` of a standard-library tree, about
 500 files). The baseline commit's package is exported (``git archive``); every
 round applies the patch to a fresh copy of the old tree once with each package,
-each in a process of its own (``patch_apply_once``: LocalProvider, audit and undo
-journal on), in alternating order, and checks both results against the new tree.
+each in a process of its own (``patch_apply_once``: the provider asked for, audit
+and undo journal on), in alternating order, and checks both results against the new tree.
 On a machine whose load drifts, the median of the per-round ratios is the figure
 to trust; wall and CPU time are both given.
 """
@@ -33,7 +33,7 @@ from tinyagent_fs.journal import JOURNAL_ENV
 ONCE = Path(__file__).with_name("patch_apply_once.py")
 
 
-def apply_once(package: Path, corpus: Corpus, label: str) -> Run:
+def apply_once(package: Path, corpus: Corpus, label: str, provider: str) -> Run:
     tree = corpus.fresh_copy()
     env = {**os.environ, "PYTHONPATH": str(package)}
     done = subprocess.run(
@@ -43,6 +43,7 @@ def apply_once(package: Path, corpus: Corpus, label: str) -> Run:
             str(tree),
             str(corpus.patch_file),
             str(corpus.workdir / "audit"),
+            provider,
         ],
         capture_output=True,
         text=True,
@@ -80,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--baseline", required=True, help="commit to compare against")
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--files", type=int, default=870, help="modules in the old tree")
+    parser.add_argument("--provider", choices=["local", "linux"], default="local")
     parser.add_argument("--output", type=Path, help="also write the table here, with a header")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="tinyagent-bench-patch-ab-") as tmp:
@@ -89,13 +91,13 @@ def main(argv: list[str] | None = None) -> int:
         export(args.baseline, package)
         corpus = Corpus(workdir, args.files)
         head = header(workdir, corpus, args.rounds)[:-1]
-        head.append(f"# this tree ({HERE}) against {args.baseline}, LocalProvider, in turns")
+        head.append(f"# this tree ({HERE}) against {args.baseline}, {args.provider}, in turns")
         print("\n".join(head), flush=True)
         pairs: list[tuple[Run, Run]] = []
         for index in range(args.rounds):
             trees = [(package, args.baseline), (HERE, "this tree")]
             order = trees if index % 2 else trees[::-1]
-            runs = {label: apply_once(tree, corpus, label) for tree, label in order}
+            runs = {label: apply_once(tree, corpus, label, args.provider) for tree, label in order}
             pairs.append((runs[args.baseline], runs["this tree"]))
     table = rows(args.baseline, pairs)
     print("\n".join(table), flush=True)

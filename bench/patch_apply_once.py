@@ -2,7 +2,8 @@
 
 The package measured is whichever ``tinyagent_fs`` PYTHONPATH names, so one
 script times any commit's code. A small patch is applied first (imports, first
-use of every code path), then the real one: ``TREE PATCH_FILE AUDIT_DIR``.
+use of every code path), then the real one: ``TREE PATCH_FILE AUDIT_DIR [PROVIDER]``
+(``local``, the default, or ``linux``).
 Prints ``[wall seconds, CPU seconds]`` of the timed call as JSON.
 """
 
@@ -14,19 +15,21 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench_patch import Run, timed_apply
+from bench_patch import Run, make_provider, timed_apply
 
 from tinyagent_fs import FileTools
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy
-from tinyagent_fs.providers.local import LocalProvider
 
 WARM_UP = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n"
 
 
-async def apply(tree: Path, patch: str, audit: Path) -> Run:
+async def apply(tree: Path, patch: str, audit: Path, provider: str) -> Run:
     fs = FileTools(
-        tree, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=AuditLog(audit)
+        tree,
+        provider=make_provider(provider, tree),
+        hooks=[AutoApprovePolicy()],
+        audit=AuditLog(audit),
     )
     try:
         return await timed_apply(fs, patch)
@@ -34,14 +37,14 @@ async def apply(tree: Path, patch: str, audit: Path) -> Run:
         await fs.close()
 
 
-async def main(tree: str, patch_file: str, audit: str) -> None:
+async def main(tree: str, patch_file: str, audit: str, provider: str = "local") -> None:
     with tempfile.TemporaryDirectory() as scratch:
         (Path(scratch) / "a.txt").write_text("a\n")
-        await apply(Path(scratch), WARM_UP, Path(audit))
+        await apply(Path(scratch), WARM_UP, Path(audit), provider)
     patch = Path(patch_file).read_bytes().decode("utf-8", "surrogateescape")
-    run = await apply(Path(tree), patch, Path(audit))
+    run = await apply(Path(tree), patch, Path(audit), provider)
     print(json.dumps([run.wall, run.cpu]))
 
 
 if __name__ == "__main__":
-    asyncio.run(main(*sys.argv[1:4]))
+    asyncio.run(main(*sys.argv[1:5]))

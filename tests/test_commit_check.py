@@ -60,3 +60,16 @@ def test_a_file_just_written_is_compared_not_hashed_and_a_change_since_is_a_conf
         commit_changes("d" * 12, modify(path, second, first))
     assert other.value.code is ErrorCode.CONFLICT
     assert hashed == [str(path)]
+
+
+@pytest.mark.parametrize("size", [0, 1, 4096, commit.HASH_BLOCK - 1, commit.HASH_BLOCK, 3_000_001])
+def test_a_file_is_hashed_whole_at_every_size(tmp_path: Path, size: int) -> None:
+    """The hash that checks a file no bytes were planned with (a sandbox worker's
+    check): whole files, across block boundaries, one byte of difference seen."""
+    path = tmp_path / "file.bin"
+    data = bytes(index % 251 for index in range(size))
+    path.write_bytes(data)
+    assert commit._current_hash(str(path)) == sha(data)
+    if size:
+        path.write_bytes(data[:-1] + bytes([(data[-1] + 1) % 256]))
+        assert commit._current_hash(str(path)) != sha(data)

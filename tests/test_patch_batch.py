@@ -12,6 +12,7 @@ import pytest
 from tests.conftest import audit_events, make_provider
 from tinyagent_fs import FileTools, digest
 from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.hooks import AutoApprovePolicy, Decision
 from tinyagent_fs.providers import LocalProvider
 
@@ -61,9 +62,55 @@ async def test_every_file_of_a_patch_is_read_in_one_provider_call(tmp_path: Path
     assert result.ok, result.text
     assert provider.ops.count("read_files") == 1
     assert "read_bytes" not in provider.ops
-    assert provider.ops.count("stat_path") <= 4, "folders are looked up once each, not per file"
+    assert "stat_path" not in provider.ops
+    assert provider.ops.count("stat_paths") == 1, "every folder in one look-up, not one per file"
     assert (tmp_path / "pkg1/mod03.py").read_text().splitlines()[9] == "line 9 of 3"
     assert (tmp_path / "new/added.py").read_text() == "added\n"
+
+
+NESTED = "".join(
+    f"--- /dev/null\n+++ b/{name}\n@@ -0,0 +1 @@\n+{name}\n"
+    for name in ["a/b/c/one.py", "a/b/two.py", "kept/x/three.py", "a/four.py", "kept/five.py"]
+)
+
+
+async def test_new_folders_are_planned_once_each_outermost_first_one_call_per_level(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "kept").mkdir()
+    provider = CountingProvider()
+    seen: list[list[tuple[str, str]]] = []
+
+    class Reviewer:
+        def before_tool_execution(self, call: Any) -> Decision:
+            seen.append([(c.kind.value, c.path.name) for c in call.changeset.changes])
+            return Decision.proceed("person")
+
+    async with FileTools(
+        tmp_path, provider=provider, hooks=[Reviewer()], audit=False, journal=False
+    ) as fs:
+        result = await fs.apply_patch(NESTED)
+    assert result.ok, result.text
+    assert [name for kind, name in seen[0] if kind == "mkdir"] == ["a", "b", "c", "x"]
+    assert provider.ops.count("stat_paths") == 1, "a/b/c, a/b and a/ are all in the first look"
+    assert (tmp_path / "a/b/c/one.py").read_text() == "a/b/c/one.py\n"
+
+
+async def test_a_file_where_a_folder_should_be_is_not_a_directory(
+    tmp_path: Path, provider_name: str
+) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a/b").write_text("a file\n")
+    async with toolkit(tmp_path, provider_name) as fs:
+        with pytest.raises(ToolError) as caught:
+            await fs.context.missing_folders([tmp_path / "z/y", tmp_path / "a/b/c/d"])
+        assert await fs.context.missing_folders([tmp_path / "z/y", tmp_path / "a/x"]) == [
+            tmp_path / "z",
+            tmp_path / "z/y",
+            tmp_path / "a/x",
+        ]
+    assert caught.value.code is ErrorCode.NOT_A_DIRECTORY
+    assert caught.value.message == "a/b exists and is not a directory"
 
 
 async def test_a_batch_read_that_fails_names_the_file_as_a_single_read_does(

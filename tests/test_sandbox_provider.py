@@ -70,6 +70,28 @@ async def test_primitives_work_inside_the_root(sandbox: Sandbox) -> None:
     assert info["type"] == "file" and info["size"] == 9
 
 
+async def test_a_commit_and_a_read_of_more_files_than_one_sendmsg_takes(
+    sandbox: Sandbox,
+) -> None:
+    """Over a thousand file contents in one request and in one answer (IOV_MAX is 1024)."""
+    paths = [sandbox.root / "many" / f"f{index}.txt" for index in range(1100)]
+    changes = [
+        {
+            "kind": "create",
+            "path": str(path),
+            "expected_hash": content_hash(None),
+            "new_bytes": f"{index}\n".encode(),
+        }
+        for index, path in enumerate(paths)
+    ]
+    await sandbox.provider.call("commit_changes", change_id="many", changes=changes)
+    found = await sandbox.provider.call(
+        "read_files", paths=[str(path) for path in paths], max_bytes=100
+    )
+    assert found == [f"{index}\n".encode() for index in range(1100)]
+    assert sandbox.provider.worker_pid is not None
+
+
 async def test_tool_errors_cross_with_code_hint_and_details(sandbox: Sandbox) -> None:
     big = sandbox.root / "big.bin"
     big.write_bytes(b"x" * 50)
@@ -346,9 +368,9 @@ def ops_on_the_thread(provider: Any) -> list[str]:
     threaded: list[str] = []
     call_sync = provider.call_sync
 
-    def counted(op: str, kwargs: dict) -> object:
+    def counted(op: str, kwargs: dict, held: Any = None) -> object:
         threaded.append(op)
-        return call_sync(op, kwargs)
+        return call_sync(op, kwargs, held)
 
     provider.call_sync = counted
     return threaded

@@ -55,6 +55,20 @@ def test_large_message_survives_partial_writes(pair: tuple[socket.socket, socket
     assert received == {"ok": [payload, payload]}
 
 
+def test_more_blobs_than_one_sendmsg_takes_cross_in_one_frame(
+    pair: tuple[socket.socket, socket.socket],
+) -> None:
+    """A commit of thousands of files: more buffers than IOV_MAX, some of them empty."""
+    left, right = pair
+    files = [bytes([index % 251]) * (index % 7) for index in range(3 * wire.IOV_MAX)]
+    message = {"ok": [{"path": f"f{index}", "data": data} for index, data in enumerate(files)]}
+    sender = threading.Thread(target=wire.send_message, args=(left, message))
+    sender.start()
+    received = wire.recv_message(right, time.monotonic() + 10)
+    sender.join()
+    assert received == message
+
+
 def test_a_large_listing_without_bytes_round_trips_unchanged(
     pair: tuple[socket.socket, socket.socket],
 ) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from .command import run_command
 from .commit import commit_changes, recover_commit
-from .files import read_bytes, read_files, stat_path, walk_all
+from .files import read_bytes, read_files, stat_path, stat_paths, walk_all
 from .listing import list_tree
 from .search import glob_files, grep
 from .window import read_window
@@ -23,6 +23,7 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "read_files": read_files,
     "read_window": read_window,
     "stat_path": stat_path,
+    "stat_paths": stat_paths,
     "walk_all": walk_all,
     "list_tree": list_tree,
     "glob_files": glob_files,

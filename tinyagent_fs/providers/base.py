@@ -9,7 +9,7 @@ Planning, review and formatting stay outside the provider.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 
@@ -26,6 +26,19 @@ class Provider(ABC):
     @abstractmethod
     async def call(self, op: str, **kwargs: Any) -> Any:
         """Run primitive ``op``; a ToolError raised by it reaches the caller unchanged."""
+
+    async def commit(
+        self, change_id: str, changes: list[dict[str, Any]], before: Callable[[], None]
+    ) -> dict[str, Any]:
+        """``commit_changes`` once ``before`` (the undo journal recording the old
+        contents) has run: nothing on disk may change until it returns, and when it
+        raises, its exception is raised with nothing changed. A provider whose commit
+        runs elsewhere may run ``before`` while the commit checks the planned hashes."""
+        before()
+        report: dict[str, Any] = await self.call(
+            "commit_changes", change_id=change_id, changes=changes
+        )
+        return report
 
     def bind_roots(self, roots: Iterable[str]) -> None:  # noqa: B027 - optional
         """The folders the toolkit works in; a provider may pin its paths beneath them."""

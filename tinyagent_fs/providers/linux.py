@@ -28,8 +28,10 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +48,7 @@ from .worker_slot import WorkerSlot
 COMMAND_MARGIN_S = 5.0
 EXIT_WAIT_S = 0.5
 """How long a worker whose socket closed gets to be reaped, to tell a crash from a stall."""
-QUICK_OPS = frozenset({"read_bytes", "read_window", "stat_path", "ping"})
+QUICK_OPS = frozenset({"read_bytes", "read_window", "stat_path", "stat_paths", "ping"})
 """Sent from the loop: small requests, answered by bounded work."""
 QUICK_TIMEOUT_S = 30.0
 SCAN_OPS = frozenset({"list_tree", "glob_files", "grep", "walk_all"})
@@ -119,12 +121,12 @@ class LinuxSandboxProvider(Provider):
         process = self._slot.process
         return process.pid if process is not None else None
 
-    async def call(self, op: str, **kwargs: Any) -> Any:
+    async def call(self, op: str, *, word: _Word | None = None, **kwargs: Any) -> Any:
         """Reads through this loop's reply queue; the rest via the provider's thread.
 
         A round trip is tens of µs, less than a hop to a thread and back, and a
         queue keeps the worker busy while the loop serves other work. Starting
-        the worker never runs on the loop.
+        the worker never runs on the loop. ``word``: see :meth:`commit`.
         """
         loop = asyncio.get_running_loop()
         from_loop = op in QUICK_OPS or op in SCAN_OPS
@@ -149,11 +151,43 @@ class LinuxSandboxProvider(Provider):
                 if self._open_queue(loop) is not None:
                     continue  # started while this call waited for its turn
                 if not from_loop or not self._worker_alive() or not self._lock.acquire(False):
-                    return await loop.run_in_executor(self._thread(), self.call_sync, op, kwargs)
+                    job = partial(self.call_sync, op, kwargs, word)
+                    return await loop.run_in_executor(self._thread(), job)
                 assert self._slot.sock is not None
                 self._queue = ReplyQueue(loop, self._slot.sock, self)
                 answer = self._queue.send(op, kwargs, timeout)
             return await answer
+
+    async def commit(
+        self, change_id: str, changes: list[dict[str, Any]], before: Callable[[], None]
+    ) -> dict[str, Any]:
+        """The commit sent to the worker, which holds it once it has checked the planned
+        hashes; ``before`` runs on this loop while the request goes out and is checked,
+        and only then is the worker told to go on (or, when ``before`` failed, to stop
+        with nothing changed). Sending the contents and checking hundreds of files cost
+        about what recording the undo journal costs here: they overlap instead of
+        adding up."""
+        word = _Word(asyncio.get_running_loop())
+        answer = asyncio.ensure_future(
+            self.call("commit_changes", word=word, change_id=change_id, changes=changes)
+        )
+        try:
+            await asyncio.wait((word.sending, answer), return_when=asyncio.FIRST_COMPLETED)
+            if word.sending.done():
+                try:
+                    before()
+                except BaseException:
+                    word.verdict.set_result(False)
+                    await asyncio.wait((answer,))  # the worker's "called off", not news
+                    raise
+                word.verdict.set_result(True)
+            report: dict[str, Any] = await answer
+            return report
+        finally:
+            if not word.verdict.done():  # cancelled while held: the worker stops, changing nothing
+                word.verdict.set_result(False)
+            word.sending.cancel()
+            answer.add_done_callback(_retrieved)
 
     def _open_queue(self, loop: asyncio.AbstractEventLoop) -> ReplyQueue | None:
         """This loop's queue while it takes answers; another loop's makes calls go by the
@@ -186,14 +220,28 @@ class LinuxSandboxProvider(Provider):
     def release(self) -> None:
         self._lock.release()
 
-    def call_sync(self, op: str, kwargs: dict[str, Any]) -> Any:
-        """The blocking form of :meth:`call`, for callers that have no event loop."""
+    def call_sync(self, op: str, kwargs: dict[str, Any], word: _Word | None = None) -> Any:
+        """The blocking form of :meth:`call`, for callers that have no event loop.
+
+        ``word``: the request holds the worker once it is ready to change files (see
+        :meth:`commit`); the caller is told when the request is going out, and its
+        answer (go on, or not) is sent on before the reply is awaited.
+        """
         timeout = self.call_timeout_s
         if op == "run_command":
             timeout = float(kwargs.get("timeout_s", 0)) + KILL_GRACE_S + COMMAND_MARGIN_S
             kwargs = {"limits": self._command_limits(), **kwargs}
         with self._lock:
-            self._send(op, kwargs)
+            sock = self._ensure_worker()
+            if word is not None:
+                kwargs = {**kwargs, "hold": True}
+                word.going()
+            self._send(op, kwargs, sock)
+            if word is not None:
+                try:
+                    wire.send_message(sock, {"go": word.go_on(timeout)})
+                except wire.WireError as exc:
+                    raise self._worker_lost(op, str(exc)) from None
             deadline = time.monotonic() + timeout  # after a worker start, which has its own
             cgroup = self._slot.cgroup if op == "run_command" else None
             hits = cgroup.limit_hits() if cgroup else 0
@@ -408,6 +456,38 @@ def _tool_error(payload: Any) -> ToolError:
         security_violation=violation if isinstance(violation, bool) else None,
         details=details if isinstance(details, dict) else None,
     )
+
+
+class _Word:
+    """Between a held commit's caller on the loop and the provider's thread: the thread
+    says when the request is going out, the caller whether the worker is to go on."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.loop = loop
+        self.sending: asyncio.Future[None] = loop.create_future()
+        self.verdict: Future[bool] = Future()
+
+    def going(self) -> None:
+        self.loop.call_soon_threadsafe(self._settle)
+
+    def go_on(self, timeout: float) -> bool:
+        """The caller's word; none within ``timeout`` (a loop stopped without ending its
+        tasks) calls the commit off rather than keep the worker and the lock forever."""
+        try:
+            return self.verdict.result(timeout)
+        except FutureTimeout:
+            return False
+
+    def _settle(self) -> None:
+        if not self.sending.done():
+            self.sending.set_result(None)
+
+
+def _retrieved(task: asyncio.Future[Any]) -> None:
+    """Take a finished task's outcome, so that one nobody awaited any more (its caller
+    was cancelled, or failed first) is not reported as never retrieved."""
+    if not task.cancelled():
+        task.exception()
 
 
 def _unique(paths: Any) -> list[str]:

@@ -97,7 +97,7 @@ class PinSession:
                 pinned[key] = self.pin(pinned[key])
         if op == "recover_commit":
             pinned["directories"] = [self.pin(d) for d in pinned.get("directories", [])]
-        if op == "read_files":
+        if op in ("read_files", "stat_paths"):
             pinned["paths"] = [self.pin(path) for path in pinned.get("paths", [])]
         if op == "commit_changes":
             pinned["changes"] = [self._pin_change(change) for change in pinned["changes"]]

@@ -21,14 +21,17 @@ socket and nothing else. The order matters and is the point of this module:
    SANDBOX_FAILURE and the worker exits before serving.
 
 Every request is ``{"op", "args"}``; every answer ``{"ok": value}`` or
-``{"error": {...}}``. After each command every other process of the namespace
-is killed (a ``setsid`` daemon included) and code-running files the command
-planted are quarantined. When the worker exits, or is killed, the kernel ends
-whatever is left in its PID namespace.
+``{"error": {...}}``. A commit sent with ``"hold": true`` checks its planned hashes,
+then waits for one more message, ``{"go": true}`` (or false: called off, nothing
+changed), which the toolkit sends once its undo journal is recorded. After each
+command every other process of the namespace is killed (a ``setsid`` daemon
+included) and code-running files the command planted are quarantined. When the
+worker exits, or is killed, the kernel ends whatever is left in its PID namespace.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import socket
@@ -164,7 +167,7 @@ def _serve(sock: socket.socket, roots: list[str]) -> None:
             request = wire.recv_message(sock)
         except wire.WireError:
             return
-        response = _answer(request, roots, watched)
+        response = _answer(request, roots, watched, sock)
         try:
             wire.send_message(sock, response)
         except (TypeError, ValueError) as exc:  # never end the worker over one answer
@@ -173,11 +176,31 @@ def _serve(sock: socket.socket, roots: list[str]) -> None:
             return
 
 
-def _answer(request: Any, roots: list[str], watched: list[str]) -> dict[str, Any]:
+class _Held:
+    """A held commit's wait for the toolkit's word, ``{"go": true}`` once its undo
+    journal holds the old contents (``ready`` of ``ops.commit.commit_changes``). A
+    toolkit gone meanwhile is a WireError, and nothing changes."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+        self.asked = False
+
+    def __call__(self) -> bool:
+        self.asked = True
+        word = wire.recv_message(self.sock)
+        return isinstance(word, dict) and word.get("go") is True
+
+
+def _answer(
+    request: Any, roots: list[str], watched: list[str], sock: socket.socket
+) -> dict[str, Any]:
     op, args = request.get("op"), request.get("args")
     operation = OPERATIONS.get(op) if isinstance(op, str) else None
     if operation is None or not isinstance(args, dict):
         return {"error": _internal(f"unknown provider operation {op!r}")}
+    held = None
+    if op == "commit_changes" and args.pop("hold", False) is True:
+        held = args["ready"] = _Held(sock)
     is_command = op == "run_command"
     before = protected_paths.snapshot(watched) if is_command else None
     entries = protected_paths.code_entries(roots) if is_command else {}
@@ -193,6 +216,9 @@ def _answer(request: Any, roots: list[str], watched: list[str]) -> dict[str, Any
         response = {"error": _os_error(code, exc)}
     except Exception as exc:
         response = {"error": _internal(f"{op} failed: {type(exc).__name__}: {exc}")}
+    if held is not None and not held.asked:  # failed before asking: the word is still due
+        with contextlib.suppress(wire.WireError):
+            held()
     if before is not None:
         namespaces.end_other_processes()
         _check_protected_paths(response, before, watched, entries, roots)

@@ -123,6 +123,15 @@ class ToolContext:
     async def stat(self, path: Path) -> dict[str, Any] | None:
         return await self.provider.call("stat_path", path=str(path))
 
+    async def stat_each(self, paths: list[Path]) -> list[dict[str, Any] | None]:
+        """``stat`` of every path, in one provider call (one round trip to a worker)."""
+        if not paths:
+            return []
+        found: list[dict[str, Any] | None] = await self.provider.call(
+            "stat_paths", paths=[str(path) for path in paths]
+        )
+        return found
+
     async def missing_directories(self, path: Path) -> list[Path]:
         """``path`` and its parents that do not exist yet, outermost first.
 
@@ -132,17 +141,48 @@ class ToolContext:
         missing: list[Path] = []
         current = path
         while current != self.root:
-            info = await self.stat(current)
-            if info is not None:
-                if info["type"] != "directory":
-                    raise ToolError(
-                        ErrorCode.NOT_A_DIRECTORY,
-                        f"{self.relative(current)} exists and is not a directory",
-                    )
+            if self._is_folder(current, await self.stat(current)):
                 break
             missing.append(current)
             current = current.parent
         return missing[::-1]
+
+    async def missing_folders(self, folders: list[Path]) -> list[Path]:
+        """``missing_directories`` of each folder, joined without repeats: every folder
+        looked up once, and each level of parents in one provider call (a patch names
+        hundreds of files in dozens of folders)."""
+        absent: set[Path] = set()
+        level = [folder for folder in dict.fromkeys(folders) if folder != self.root]
+        asked = set(level)
+        while level:
+            parents: list[Path] = []
+            for folder, info in zip(level, await self.stat_each(level), strict=True):
+                if not self._is_folder(folder, info):
+                    absent.add(folder)
+                    if folder.parent not in (self.root, folder):
+                        parents.append(folder.parent)
+            level = [parent for parent in dict.fromkeys(parents) if parent not in asked]
+            asked.update(level)
+        chains: list[Path] = []
+        for folder in folders:
+            chain: list[Path] = []
+            while folder in absent:
+                chain.append(folder)
+                folder = folder.parent
+            chains.extend(reversed(chain))
+        return list(dict.fromkeys(chains))
+
+    def _is_folder(self, path: Path, info: dict[str, Any] | None) -> bool:
+        """Whether ``info`` (``path``'s stat) shows a folder; False when nothing is
+        there, NOT_A_DIRECTORY when something else is."""
+        if info is None:
+            return False
+        if info["type"] != "directory":
+            raise ToolError(
+                ErrorCode.NOT_A_DIRECTORY,
+                f"{self.relative(path)} exists and is not a directory",
+            )
+        return True
 
     async def read_bytes(self, path: Path, max_bytes: int | None = None) -> bytes:
         limit = max_bytes or self.policy.max_file_bytes

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -157,18 +156,16 @@ async def _read_current(
 
 
 async def _modes(ctx: ToolContext, paths: list[Path]) -> dict[Path, int]:
-    """The permission bits of each path that exists, asked for all at once (a sandbox
-    worker gets the requests back to back: one round trip, not one per file)."""
-    found = await asyncio.gather(*(ctx.stat(path) for path in paths))
+    """The permission bits of each path that exists, asked for all at once (one round
+    trip to a sandbox worker, not one per file)."""
+    found = await ctx.stat_each(paths)
     return {path: info["mode"] for path, info in zip(paths, found, strict=True) if info}
 
 
 async def _missing_folders(ctx: ToolContext, targets: list[Path]) -> list[Path]:
     """Folders the files land in that do not exist yet, outermost first; each folder
-    is looked up once, however many files land in it, and all at once (see _modes)."""
-    parents = dict.fromkeys(target.parent for target in targets)
-    found = await asyncio.gather(*(ctx.missing_directories(parent) for parent in parents))
-    return list(dict.fromkeys(directory for chain in found for directory in chain))
+    is looked up once, however many files land in it (see ``missing_folders``)."""
+    return await ctx.missing_folders([target.parent for target in targets])
 
 
 def _encoded(text: str | None, like: DecodedText, existed: bool) -> bytes | None:

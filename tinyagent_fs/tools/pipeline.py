@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from ..audit import AuditEvent, AuditLog, summarise_arguments
@@ -157,13 +158,11 @@ class Pipeline:
     async def _commit(self, plan: Plan) -> dict[str, Any]:
         changeset = plan.changeset
         journal = self.ctx.journal
-        if journal is not None:
-            journal.begin(changeset)
         try:
-            report: dict[str, Any] = await self.ctx.provider.call(
-                "commit_changes",
-                change_id=changeset.change_id,
-                changes=commit_payload(changeset, self.ctx.provider.in_process),
+            report = await self.ctx.provider.commit(
+                changeset.change_id,
+                commit_payload(changeset, self.ctx.provider.in_process),
+                partial(journal.begin, changeset) if journal is not None else _nothing,
             )
         except ToolError as error:
             # The commit rolls itself back on any error it can see; only a worker
@@ -226,6 +225,10 @@ class Pipeline:
             provider=self.ctx.provider.name,
         )
         self.audit.record(event)
+
+
+def _nothing() -> None:
+    """No undo journal to record before a commit."""
 
 
 def _planned_call(spec: ToolSpec, args: dict[str, Any], plan: Plan, call_id: str) -> ToolCall:
