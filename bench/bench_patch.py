@@ -14,8 +14,9 @@ rotates from round to round so all see the same load; each result must equal
 the new tree byte for byte, modes included. The sandboxed provider runs twice:
 with a new worker every round (what a session's first patch costs) and with one
 worker kept from round to round (every later patch of a session). ``git apply``
-does not fsync;
-apply_patch does. Two plain-Python rows show what fsync itself costs here.
+does not fsync; apply_patch does. Two plain-Python rows show what fsync itself
+costs here. ``--workdir /dev/shm`` builds the trees on a tmpfs, where creating a
+file costs nothing and what is left is each contender's CPU.
 
 ``--profile`` prints where one LocalProvider apply_patch spends its time
 (cProfile, by cumulative or own time) instead of benchmarking.
