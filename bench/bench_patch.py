@@ -1,7 +1,8 @@
 """apply_patch on a real multi-file patch, side by side with ``git apply``.
 
 Run: ``PYTHONPATH=. .venv/bin/python bench/bench_patch.py [--files 870] [--rounds 7]
-[--providers local linux] [--output bench/results/patch.txt] [--profile [tottime]]``.
+[--providers local linux] [--output bench/results/patch.txt] [--workdir /dev/shm]
+[--profile [tottime]]``.
 
 The patch is ``git diff -M`` between two trees built from the standard library
 (``patch_corpus``): edits, renames, mode changes, new and deleted files, CRLF
@@ -10,8 +11,12 @@ applies it to a fresh copy of the old tree with ``git apply`` (the wall time of
 the subprocess) and with ``FileTools.apply_patch`` as an agent gets it (audit
 log on, undo journal on, auto-approve hook) on each provider, in an order that
 rotates from round to round so all see the same load; each result must equal
-the new tree byte for byte, modes included. ``git apply`` does not fsync;
-apply_patch does. Two plain-Python rows show what fsync itself costs here.
+the new tree byte for byte, modes included. The sandboxed provider runs twice:
+with a new worker every round (what a session's first patch costs) and with one
+worker kept from round to round (every later patch of a session). ``git apply``
+does not fsync; apply_patch does. Two plain-Python rows show what fsync itself
+costs here. ``--workdir /dev/shm`` builds the trees on a tmpfs, where creating a
+file costs nothing and what is left is each contender's CPU.
 
 ``--profile`` prints where one LocalProvider apply_patch spends its time
 (cProfile, by cumulative or own time) instead of benchmarking.
@@ -190,16 +195,60 @@ async def time_plain_writes(corpus: Corpus, tree: Path, fsync: bool) -> Run:
     return Run(time.perf_counter() - started, time.process_time() - cpu_before)
 
 
-def contenders(corpus: Corpus, providers: list[str]) -> dict[str, tuple[Timed, bool]]:
+class KeptWorker:
+    """apply_patch as a session sees it after its first call: one sandbox worker kept
+    from round to round (a toolkit starts its worker once and keeps it; a new worker
+    pays its start and its first page faults, some 2,700 on its first patch). The
+    worker's root is one folder kept for the whole run; each round moves the fresh
+    copy's entries into it, applies the patch with a new toolkit on the kept
+    provider (a new read state, as for a model that has read nothing), and moves the
+    entries back so the result is checked and removed like any other."""
+
+    def __init__(self, corpus: Corpus) -> None:
+        self.corpus = corpus
+        self.root = corpus.workdir / "kept-worker"
+        self.root.mkdir()
+        self.provider: Provider | None = None
+
+    async def timed(self, tree: Path) -> Run:
+        _move_entries(tree, self.root)
+        if self.provider is None:
+            self.provider = make_provider("linux", self.root)
+        fs = FileTools(
+            self.root,
+            provider=self.provider,
+            hooks=[AutoApprovePolicy()],
+            audit=AuditLog(self.corpus.workdir / "audit"),
+        )
+        try:
+            return await timed_apply(fs, self.corpus.patch)
+        finally:
+            if fs.journal is not None:
+                fs.journal.settle()
+            _move_entries(self.root, tree)
+
+    async def close(self) -> None:
+        if self.provider is not None:
+            await self.provider.close()
+
+
+def _move_entries(source: Path, target: Path) -> None:
+    for entry in os.listdir(source):
+        os.rename(source / entry, target / entry)
+
+
+def contenders(
+    corpus: Corpus, providers: list[str], kept: KeptWorker | None
+) -> dict[str, tuple[Timed, bool]]:
     """name -> (timed run on a fresh tree, whether its result must be the new tree)."""
     table: dict[str, tuple[Timed, bool]] = {
         GIT_APPLY: (lambda tree: time_git_apply(corpus, tree), True)
     }
     for provider in providers:
-        table[f"apply_patch, {provider}"] = (
-            lambda tree, p=provider: time_apply_patch(corpus, p, tree),
-            True,
-        )
+        label = f"apply_patch, {provider}" + (", new worker" if provider == "linux" else "")
+        table[label] = (lambda tree, p=provider: time_apply_patch(corpus, p, tree), True)
+    if kept is not None:
+        table["apply_patch, linux, worker kept"] = (kept.timed, True)
     table["plain Python write+rename, fsync each"] = (
         lambda tree: time_plain_writes(corpus, tree, fsync=True),
         False,
@@ -213,9 +262,22 @@ def contenders(corpus: Corpus, providers: list[str]) -> dict[str, tuple[Timed, b
 
 async def measure(corpus: Corpus, providers: list[str], rounds: int) -> dict[str, list[Run]]:
     """The runs of each contender; round 0 is a warm-up and not kept."""
-    table = contenders(corpus, providers)
+    kept = KeptWorker(corpus) if "linux" in providers else None
+    table = contenders(corpus, providers, kept)
     names = list(table)
     runs: dict[str, list[Run]] = {name: [] for name in names}
+    try:
+        await _rounds(corpus, table, runs, rounds)
+    finally:
+        if kept is not None:
+            await kept.close()
+    return runs
+
+
+async def _rounds(
+    corpus: Corpus, table: dict[str, tuple[Timed, bool]], runs: dict[str, list[Run]], rounds: int
+) -> None:
+    names = list(table)
     for index in range(rounds + 1):
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
@@ -229,7 +291,6 @@ async def measure(corpus: Corpus, providers: list[str], rounds: int) -> dict[str
                 runs[name].append(run)
             shutil.rmtree(tree)
         print(f"round {index}/{rounds} done", file=sys.stderr, flush=True)
-    return runs
 
 
 def table_lines(runs: dict[str, list[Run]], sections: int) -> list[str]:
@@ -299,6 +360,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--providers", nargs="+", choices=available, default=available)
     parser.add_argument("--output", type=Path, help="also write the table here, with a header")
     parser.add_argument(
+        "--workdir",
+        type=Path,
+        help="build the trees beneath this folder (default: the system's temp folder); "
+        "a tmpfs such as /dev/shm takes the file system's create cost out",
+    )
+    parser.add_argument(
         "--profile",
         nargs="?",
         const="cumulative",
@@ -310,7 +377,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="tinyagent-bench-patch-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="tinyagent-bench-patch-", dir=args.workdir) as tmp:
         workdir = Path(tmp)
         os.environ[JOURNAL_ENV] = str(workdir / "journal")
         corpus = Corpus(workdir, args.files)

@@ -1,7 +1,8 @@
 """apply_patch on the real-patch corpus: this tree against an earlier commit, in turns.
 
 Run: ``PYTHONPATH=. .venv/bin/python bench/bench_patch_ab.py --baseline main
-[--rounds 7] [--files 870] [--provider local|linux] [--output bench/results/patch_ab.txt]``.
+[--rounds 7] [--files 870] [--provider local|linux] [--output bench/results/patch_ab.txt]
+[--workdir /dev/shm]``.
 
 The patch is ``bench_patch``'s (``git diff -M`` of a standard-library tree, about
 500 files). The baseline commit's package is exported (``git archive``); every
@@ -83,8 +84,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", type=int, default=870, help="modules in the old tree")
     parser.add_argument("--provider", choices=["local", "linux"], default="local")
     parser.add_argument("--output", type=Path, help="also write the table here, with a header")
+    parser.add_argument(
+        "--workdir", type=Path, help="build the trees beneath this folder (e.g. a tmpfs)"
+    )
     args = parser.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="tinyagent-bench-patch-ab-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="tinyagent-bench-patch-ab-", dir=args.workdir) as tmp:
         workdir = Path(tmp)
         os.environ[JOURNAL_ENV] = str(workdir / "journal")
         package = workdir / "baseline"

@@ -8,6 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
+
 SCRIPT = Path(__file__).resolve().parent.parent / "bench" / "bench_tools.py"
 INPROCESS = SCRIPT.with_name("bench_inprocess.py")
 
@@ -80,6 +84,22 @@ def test_small_patch_bench_checks_results_and_writes_ratios_under_its_command(
         re.match(r"target apply_patch, local <= 2x git apply \(wall\): .* (PASS|MISS)$", line)
         for line in written
     )
+
+
+@pytest.mark.skipif(not LinuxSandboxProvider.available()[0], reason="no kernel sandbox here")
+def test_patch_bench_times_the_sandbox_with_a_new_worker_and_a_kept_one_where_told(
+    tmp_path: Path,
+) -> None:
+    """Both sandboxed rows give results checked byte for byte (the bench stops
+    otherwise), the kept worker's over several rounds; the trees go under --workdir."""
+    workdir = tmp_path / "trees"
+    workdir.mkdir()
+    arguments = ("--files", "30", "--rounds", "2", "--providers", "linux", "--workdir")
+    written = result_file("bench_patch.py", tmp_path / "patch.txt", *arguments, str(workdir))
+    for name in ("apply_patch, linux, new worker", "apply_patch, linux, worker kept"):
+        row = next(line for line in written if line.startswith(name))
+        assert re.search(r"\d+\.\d+ ms .* \d+\.\d+x$", row), row
+    assert list(workdir.iterdir()) == []  # built there, and removed
 
 
 def test_ab_bench_runs_both_trees_in_turns_and_reports_paired_ratios(tmp_path: Path) -> None:

@@ -333,3 +333,73 @@ def test_relative_gives_posix_path_from_root(guard: PathGuard, root: Path) -> No
     with pytest.raises(ToolError) as caught:
         guard.relative(root.parent / "rootish")
     assert caught.value.code is ErrorCode.PATH_OUTSIDE_ROOT
+
+
+BATCH_PATHS = [
+    "src/pkg/mod.py",
+    "src/pkg/new.py",
+    "src/pkg/../pkg/mod.py",
+    "lib/mod.py",
+    "lib/../README.md",
+    "lib/new.py",
+    "src/new/deeper/file.py",
+    "src/new/deeper/other.py",
+    "./src//pkg/mod.py",
+    "README.md",
+    "src/pkg/.env",
+    "src/pkg/private.py",
+    "lib/hidden.py",
+    "src/.git/config",
+    "src/vendor/secret.txt",
+    "src/vendor/other.txt",
+]
+
+
+def _outcome(guard: PathGuard, raw: str, for_write: bool) -> Path | tuple[ErrorCode, str]:
+    try:
+        return guard.resolve(raw, for_write=for_write)
+    except ToolError as error:
+        return error.code, error.message
+
+
+@pytest.mark.parametrize("for_write", [False, True])
+def test_a_batch_resolves_each_path_as_resolve_does(
+    guard: PathGuard, root: Path, outside: Path, for_write: bool
+) -> None:
+    """Paths through a shared folder (walked once in a batch), through a symlinked
+    folder inside the root, through one pointing outside, with '..' after a link,
+    denied names (by the policy, by the ignore file, as named through a link) and
+    missing folders: each resolves, or is refused with the same
+    error, alone as in a batch, whichever path of the folder comes first."""
+    (root / "lib").symlink_to("src/pkg", target_is_directory=True)
+    (root / "src" / "vendor").symlink_to(outside, target_is_directory=True)
+    (root / ".tinyagentignore").write_text("src/pkg/private.py\nlib/hidden.py\n")
+    alone = {raw: _outcome(guard, raw, for_write) for raw in BATCH_PATHS}
+    accepted = [raw for raw in BATCH_PATHS if isinstance(alone[raw], Path)]
+    refused_ones = [raw for raw in BATCH_PATHS if raw not in accepted]
+    assert refused_ones and len(accepted) > len(refused_ones)
+    for order in (accepted, accepted[::-1]):
+        assert guard.resolve_all(order, for_write=for_write) == [alone[raw] for raw in order]
+        for raw in refused_ones:  # after every folder of the batch is known
+            with pytest.raises(ToolError) as caught:
+                guard.resolve_all([*order, raw], for_write=for_write)
+            assert (caught.value.code, caught.value.message) == alone[raw]
+
+
+def test_a_batch_walks_a_shared_folder_once(
+    guard: PathGuard, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    looked: list[str] = []
+    real_lstat = os.lstat
+
+    def counting_lstat(path: str, *args: object, **kwargs: object) -> os.stat_result:
+        looked.append(str(path))
+        return real_lstat(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "lstat", counting_lstat)
+    names = [f"src/pkg/file{index}.py" for index in range(20)]
+    resolved = guard.resolve_all(names, for_write=True)
+    assert resolved == [root / name for name in names]
+    assert looked.count(str(root / "src")) == 1
+    assert looked.count(str(root / "src" / "pkg")) == 1
+    assert looked.count(str(root / ".tinyagentignore")) == 1

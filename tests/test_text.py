@@ -124,6 +124,14 @@ BINARIES = {
     "gzip archive": b"\x1f\x8b\x08\x00" + zlib.compress(b"x"),
     "SQLite database": b"SQLite format 3\x00\x10\x00\x01\x01",
     "WebP image": b"RIFF\x24\x00\x00\x00WEBPVP8 ",
+    "WAV audio": b"RIFF\x24\x00\x00\x00WAVEfmt ",
+    "AVI video": b"RIFF\x24\x00\x00\x00AVI LIST",
+    "MP4/QuickTime media": b"\x00\x00\x00\x18ftypmp42",
+    "bzip2 archive": b"BZh91AY&SY\x00\x01",
+    "BMP image": b"BM\x36\x00\x0c\x00\x00\x00\x00\x00\x36\x00",
+    "Python pickle": b"\x80\x04\x95\x05\x00\x00\x00",
+    "Windows executable": b"MZ\x90\x00\x03\x00\x00\x00",
+    "tar archive": b"notes.txt" + bytes(248) + b"ustar\x0000",
 }
 
 

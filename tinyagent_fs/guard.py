@@ -33,7 +33,8 @@ import os
 import re
 import stat
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pathspec
@@ -180,6 +181,17 @@ class PathGuard:
         Paths that do not exist yet resolve too (their existing prefix is resolved,
         the rest appended), so writes and creations go through the same check.
         """
+        return self._resolve(raw, for_write, None)
+
+    def resolve_all(self, raws: Sequence[str], *, for_write: bool = False) -> list[Path]:
+        """``resolve`` of each of ``raws``, in order, as one look at the disk: a folder
+        that several paths go through is walked once, and the ignore file is looked
+        at once (a patch names hundreds of files in a few dozen folders: 19 us a
+        path one by one). The first path refused raises, as ``resolve`` would."""
+        batch = _Batch(self._ignore_patterns())
+        return [self._resolve(raw, for_write, batch) for raw in raws]
+
+    def _resolve(self, raw: str, for_write: bool, batch: _Batch | None) -> Path:
         if not isinstance(raw, str):
             raise ToolError(
                 ErrorCode.INVALID_ARGUMENT,
@@ -240,11 +252,12 @@ class PathGuard:
                 f"the limit is {self.policy.max_path_depth}.",
                 "Use a shallower path.",
             )
-        resolved, is_dir, named = self._walk(parts, shown)
+        resolved, is_dir, named = self._walk(parts, shown, batch)
         rel = resolved[len(self._prefix) :] if resolved != self._root else "."
-        self._refuse_denied(rel, shown, for_write, is_dir)
+        ignore = batch.ignore if batch is not None else None
+        self._refuse_denied(rel, shown, for_write, is_dir, ignore)
         if named and named != rel:
-            self._refuse_denied(named, shown, for_write, is_dir)
+            self._refuse_denied(named, shown, for_write, is_dir, ignore)
         return Path(resolved)
 
     def relative(self, path: Path | str) -> str:
@@ -268,9 +281,12 @@ class PathGuard:
         found = self._denial(rel, for_write, is_dir)
         return found[0] if found else None
 
-    def _denial(self, rel: str, for_write: bool, is_dir: bool) -> tuple[str, str, bool] | None:
-        """(pattern, where it comes from, whether reads are denied too) or None."""
-        for patterns in (self._denied, self._ignore_patterns()):
+    def _denial(
+        self, rel: str, for_write: bool, is_dir: bool, ignore: _PatternSet | None = None
+    ) -> tuple[str, str, bool] | None:
+        """(pattern, where it comes from, whether reads are denied too) or None;
+        ``ignore``: the ignore file's patterns when the caller has just read them."""
+        for patterns in (self._denied, self._ignore_patterns() if ignore is None else ignore):
             pattern = patterns.match(rel, is_dir)
             if pattern is not None:
                 return pattern, patterns.source, True
@@ -280,8 +296,10 @@ class PathGuard:
                 return pattern, self._write_denied.source, False
         return None
 
-    def _refuse_denied(self, rel: str, shown: str, for_write: bool, is_dir: bool) -> None:
-        found = self._denial(rel, for_write, is_dir)
+    def _refuse_denied(
+        self, rel: str, shown: str, for_write: bool, is_dir: bool, ignore: _PatternSet | None
+    ) -> None:
+        found = self._denial(rel, for_write, is_dir, ignore)
         if found is None:
             return
         pattern, source, reads_too = found
@@ -310,15 +328,26 @@ class PathGuard:
             f"Use a path inside {self._root}; relative paths are resolved against it.",
         )
 
-    def _walk(self, parts: list[str], shown: str) -> tuple[str, bool, str]:
+    def _walk(self, parts: list[str], shown: str, batch: _Batch | None) -> tuple[str, bool, str]:
         """Resolve ``parts`` below the root the way the kernel would, one component at a time.
 
         Returns the resolved path, whether it is a directory, and the path as named
         (lexically, relative to the root) so a symlink cannot launder a denied name.
+        In a batch, the walk starts from where an earlier path's walk through the
+        same leading components ended, and leaves its own for later paths.
         """
         root, current, is_dir = self._root, self._root, True
         named: list[str] = []
-        for part in parts:
+        start, folders = 0, None if batch is None else batch.folders
+        if folders is not None and len(parts) > 1:
+            known = folders.get(tuple(parts[:-1]))
+            if known is not None:
+                current, is_dir, named = known[0], known[1], list(known[2])
+                start = len(parts) - 1
+        for index in range(start, len(parts)):
+            part = parts[index]
+            if folders is not None and index and index == len(parts) - 1:
+                folders[tuple(parts[:index])] = (current, is_dir, tuple(named))
             if part == "..":
                 if current == root:
                     raise ToolError(
@@ -399,6 +428,16 @@ class PathGuard:
         patterns = _PatternSet(lines, IGNORE_FILE_NAME, quote=False, fold=self.case_insensitive)
         self._ignore = (key, patterns)
         return patterns
+
+
+@dataclass
+class _Batch:
+    """What one ``resolve_all`` saw of the disk, kept for its own length only."""
+
+    ignore: _PatternSet
+    folders: dict[tuple[str, ...], tuple[str, bool, tuple[str, ...]]] = field(default_factory=dict)
+    """Leading components of a path walked -> where the walk stood after them:
+    resolved path, whether a directory, the components as named."""
 
 
 def _probe_case_insensitive(root: str) -> bool:

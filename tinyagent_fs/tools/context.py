@@ -117,6 +117,9 @@ class ToolContext:
     def resolve(self, raw: str, *, for_write: bool = False) -> Path:
         return self.guard.resolve(raw, for_write=for_write)
 
+    def resolve_all(self, raws: list[str], *, for_write: bool = False) -> list[Path]:
+        return self.guard.resolve_all(raws, for_write=for_write)
+
     def relative(self, path: Path) -> str:
         return self.guard.relative(path)
 

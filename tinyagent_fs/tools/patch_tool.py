@@ -22,12 +22,15 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
         parsed = parse_patch(args["patch"])
         if not parsed.files:
             raise ToolError(ErrorCode.INVALID_ARGUMENT, "the patch changes no files")
-        paths = {
-            raw: ctx.resolve(raw, for_write=True)
-            for section in parsed.files
-            for raw in (section.path, section.move_to)
-            if raw is not None
-        }
+        raws = list(
+            dict.fromkeys(
+                raw
+                for section in parsed.files
+                for raw in (section.path, section.move_to)
+                if raw is not None
+            )
+        )
+        paths = dict(zip(raws, ctx.resolve_all(raws, for_write=True), strict=True))
     current, formats = await _read_current(ctx, list(dict.fromkeys(paths.values())))
 
     def read_text(raw: str) -> tuple[str, str] | None:
