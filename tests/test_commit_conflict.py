@@ -1,7 +1,7 @@
 """The commit's own check that every file still holds what the change was planned
 against (the bytes an in-process caller passes), down to the last byte, whatever the
-file's size, also while a large commit stages its new bytes meanwhile; and the mode
-a rewritten file keeps."""
+file's size, also while a commit of many files stages their new bytes meanwhile;
+and the mode a rewritten file keeps."""
 
 from __future__ import annotations
 
@@ -18,11 +18,19 @@ from tinyagent_fs.ops.commit import COMPARE_BLOCK, OVERLAP_FROM, commit_changes
 
 SMALL = b"one\ntwo\n"
 LARGE = bytes(range(256)) * (COMPARE_BLOCK // 256 * 2 + 3)  # two full blocks and a bit
-NEW = {"small new": b"new\n", "large new": b"new\n" * (OVERLAP_FROM // 4)}
-"""New contents below and at ``OVERLAP_FROM``: the second is staged while checking."""
+OVERLAP = {"checked first": False, "checked while staging": True}
 
 
-def change(path: Path, planned: bytes, new: bytes = NEW["small new"]) -> dict[str, object]:
+@pytest.fixture(params=OVERLAP.values(), ids=OVERLAP.keys())
+def overlap(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> bool:
+    """Whether even a one-file commit stages while it checks (as one of
+    ``OVERLAP_FROM`` files does)."""
+    if request.param:
+        monkeypatch.setattr(commit_module, "OVERLAP_FROM", 1)
+    return bool(request.param)
+
+
+def change(path: Path, planned: bytes, new: bytes = b"new\n") -> dict[str, object]:
     return {
         "kind": "modify",
         "path": str(path),
@@ -73,61 +81,61 @@ CHANGES: dict[str, Callable[[Path], None]] = {
 }
 
 
-@pytest.mark.parametrize("new", NEW.values(), ids=NEW.keys())
 @pytest.mark.parametrize("planned", [SMALL, LARGE], ids=["small", "large"])
 @pytest.mark.parametrize("how", CHANGES.values(), ids=CHANGES.keys())
 def test_a_file_changed_since_planning_is_a_conflict_and_left_alone(
-    tmp_path: Path, planned: bytes, how: Callable[[Path], None], new: bytes
+    tmp_path: Path, planned: bytes, how: Callable[[Path], None], overlap: bool
 ) -> None:
     path = tmp_path / "file.bin"
     path.write_bytes(planned)
     how(path)
     before = path.read_bytes()
     with pytest.raises(ToolError) as caught:
-        commit_changes("c0ffee000001", [change(path, planned, new)])
+        commit_changes("c0ffee000001", [change(path, planned, LARGE)])
     assert caught.value.code is ErrorCode.CONFLICT
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir() if ".tafs-" in p.name) == []
 
 
-@pytest.mark.parametrize("new", NEW.values(), ids=NEW.keys())
 @pytest.mark.parametrize("planned", [SMALL, LARGE, b""], ids=["small", "large", "empty"])
 def test_an_unchanged_file_is_rewritten_keeping_its_mode(
-    tmp_path: Path, planned: bytes, new: bytes
+    tmp_path: Path, planned: bytes, overlap: bool
 ) -> None:
     path = tmp_path / "script.sh"
     path.write_bytes(planned)
     path.chmod(0o751)
-    report = commit_changes("c0ffee000002", [change(path, planned, new)])
+    report = commit_changes("c0ffee000002", [change(path, planned)])
     assert report["files"] == 1
-    assert path.read_bytes() == new
+    assert path.read_bytes() == b"new\n"
     assert os.stat(path).st_mode & 0o777 == 0o751
     assert [p.name for p in tmp_path.iterdir()] == ["script.sh"]
 
 
-@pytest.mark.parametrize("new", NEW.values(), ids=NEW.keys())
-def test_a_large_commit_stages_on_another_thread_while_this_one_checks(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, new: bytes
+@pytest.mark.parametrize("files", [1, OVERLAP_FROM - 1, OVERLAP_FROM])
+def test_a_commit_of_many_files_stages_on_another_thread_while_this_one_checks(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: int
 ) -> None:
-    path = tmp_path / "file.bin"
-    path.write_bytes(LARGE)
-    threads: dict[str, int] = {}
+    paths = [tmp_path / f"file{index}.bin" for index in range(files)]
+    for path in paths:
+        path.write_bytes(SMALL)
+    checking: set[int] = set()
+    staging: set[int] = set()
     holds, write_staged = commit_module._holds, commit_module._write_staged
 
-    def checking(*args: object) -> object:
-        threads["check"] = threading.get_ident()
+    def checked(*args: object) -> object:
+        checking.add(threading.get_ident())
         return holds(*args)  # type: ignore[arg-type]
 
-    def staging(*args: object) -> object:
-        threads["stage"] = threading.get_ident()
+    def staged(*args: object) -> object:
+        staging.add(threading.get_ident())
         return write_staged(*args)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(commit_module, "_holds", checking)
-    monkeypatch.setattr(commit_module, "_write_staged", staging)
-    commit_changes("c0ffee000003", [change(path, LARGE, new)])
-    assert path.read_bytes() == new
-    assert threads["check"] == threading.get_ident()
-    assert (threads["stage"] != threads["check"]) is (len(new) >= OVERLAP_FROM)
+    monkeypatch.setattr(commit_module, "_holds", checked)
+    monkeypatch.setattr(commit_module, "_write_staged", staged)
+    commit_changes("c0ffee000003", [change(path, SMALL) for path in paths])
+    assert all(path.read_bytes() == b"new\n" for path in paths)
+    assert checking == {threading.get_ident()}
+    assert (threading.get_ident() not in staging) is (files >= OVERLAP_FROM)
 
 
 class NoThreads:
@@ -135,16 +143,17 @@ class NoThreads:
         raise RuntimeError("can't start new thread")
 
 
-def test_a_large_commit_without_a_staging_thread_checks_then_stages_on_this_one(
+def test_a_commit_without_a_staging_thread_checks_then_stages_on_this_one(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "file.bin"
     path.write_bytes(LARGE)
+    monkeypatch.setattr(commit_module, "OVERLAP_FROM", 1)
     monkeypatch.setattr(commit_module, "_stager", NoThreads)
-    commit_changes("c0ffee000004", [change(path, LARGE, NEW["large new"])])
-    assert path.read_bytes() == NEW["large new"]
+    commit_changes("c0ffee000004", [change(path, LARGE, SMALL)])
+    assert path.read_bytes() == SMALL
     grow(path)
     with pytest.raises(ToolError) as caught:
-        commit_changes("c0ffee000005", [change(path, NEW["large new"], b"other\n" * 99999)])
+        commit_changes("c0ffee000005", [change(path, SMALL, LARGE)])
     assert caught.value.code is ErrorCode.CONFLICT
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file.bin"]

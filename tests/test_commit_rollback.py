@@ -4,8 +4,8 @@ removed or created is restored, every temp file and made folder is gone, modes t
 The failure is real: the N-th filesystem call the commit makes inside the project
 raises ENOSPC (or EIO), for every N of a commit that creates, modifies, deletes,
 moves and makes a folder at once; for a commit wide enough that its temp files
-are written from several threads (``ops.fan_out``); and for one large enough that
-it stages while it checks the planned contents (``ops.commit.OVERLAP_FROM``).
+are written from several threads (``ops.fan_out``); and for one that stages while
+it checks the planned contents (as one of ``ops.commit.OVERLAP_FROM`` files does).
 """
 
 from __future__ import annotations
@@ -155,7 +155,7 @@ async def apply_with(
         if patch is WIDE_PATCH:  # every call counts as slow: helper threads always join
             monkeypatch.setattr(fan_out, "SLOW_CALL", 0.0)
         if overlap:  # staged on another thread while the planned contents are checked
-            monkeypatch.setattr(commit, "OVERLAP_FROM", 0)
+            monkeypatch.setattr(commit, "OVERLAP_FROM", 1)
         if fault is not None:
             for name in CALLS:
                 monkeypatch.setattr(os, name, fault.wrap(name, getattr(os, name)))
