@@ -18,12 +18,19 @@ from tinyagent_fs.changes import content_hash
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.journal import UndoJournal
-from tinyagent_fs.providers.linux import _Word
+from tinyagent_fs.providers import linux
+from tinyagent_fs.providers.linux import HELD_FROM, _Word
 
 from .conftest import make_provider
 from .sandbox_support import Sandbox, open_sandbox, require_sandbox
 
 OLD, NEW = b"inside\n", b"changed\n"
+
+
+@pytest.fixture(autouse=True)
+def hold_every_commit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Hold one-file commits too, as one of ``HELD_FROM`` files is held."""
+    monkeypatch.setattr(linux, "HELD_FROM", 1)
 
 
 @pytest.fixture
@@ -154,3 +161,23 @@ async def test_a_patch_whose_journal_cannot_be_written_changes_nothing(
         assert (tmp_path / "a.txt").read_bytes() == b"two\n"
         assert (await fs.undo()).ok
     assert (tmp_path / "a.txt").read_bytes() == b"one\n"
+
+
+@require_sandbox()
+@pytest.mark.parametrize("files", [1, HELD_FROM - 1, HELD_FROM])
+async def test_only_a_commit_of_many_files_is_held(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, files: int
+) -> None:
+    monkeypatch.setattr(linux, "HELD_FROM", HELD_FROM)
+    paths = [sandbox.root / f"file{index}.txt" for index in range(files)]
+    for path in paths:
+        path.write_bytes(OLD)
+    changes = [{**modify(sandbox)[0], "path": str(path)} for path in paths]
+    held: list[bool] = []
+    report = await sandbox.provider.commit(
+        "held6", changes, lambda: held.append(sandbox.provider._lock.locked())
+    )
+    assert held == [files >= HELD_FROM]  # the request already holds the worker, or not yet
+    assert report["files"] == files
+    assert all(path.read_bytes() == NEW for path in paths)
+    await in_step(sandbox)
