@@ -149,7 +149,7 @@ def test_a_commit_without_a_staging_thread_checks_then_stages_on_this_one(
     path = tmp_path / "file.bin"
     path.write_bytes(LARGE)
     monkeypatch.setattr(commit_module, "OVERLAP_FROM", 1)
-    monkeypatch.setattr(commit_module, "_stager", NoThreads)
+    monkeypatch.setattr(commit_module, "_stagers", NoThreads())
     commit_changes("c0ffee000004", [change(path, LARGE, SMALL)])
     assert path.read_bytes() == SMALL
     grow(path)

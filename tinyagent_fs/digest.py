@@ -22,7 +22,9 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
+
+from .kept_threads import KeptThreads
 
 MISSING = "missing"
 """The digest of "no file": the planned-against hash of a path that must not exist."""
@@ -43,8 +45,7 @@ may be slower to run it; the digest is then simply waited for later)."""
 _recent: tuple[tuple[bytes, str | Future[str]], ...] = ()
 _encoded: tuple[tuple[str, bytes], ...] = ()
 """Large texts and their UTF-8 encodings, most recent first (see ``note_utf8``)."""
-_hasher: ThreadPoolExecutor | None = None
-_hasher_lock = threading.Lock()
+_hashing = KeptThreads(HASHERS, "tinyagent-fs-hash")
 
 
 def content_hash(data: bytes | None) -> str:
@@ -105,7 +106,7 @@ def hash_ahead(data: bytes | None) -> None:
             started.set()
             return _sha256(data)
 
-        _remember(data, _background().submit(job))
+        _remember(data, _hashing.submit(job))
         started.wait(START_WAIT_S)
 
 
@@ -123,13 +124,3 @@ def _sha256(data: bytes) -> str:
 def _remember(data: bytes, digest: str | Future[str]) -> None:
     global _recent
     _recent = ((data, digest), *_recent[: MEMO_ENTRIES - 1])
-
-
-def _background() -> ThreadPoolExecutor:
-    global _hasher
-    with _hasher_lock:
-        if _hasher is None:
-            _hasher = ThreadPoolExecutor(
-                max_workers=HASHERS, thread_name_prefix="tinyagent-fs-hash"
-            )
-        return _hasher

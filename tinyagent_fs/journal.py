@@ -54,7 +54,7 @@ import secrets
 import threading
 import time
 import warnings
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ from .durable import FileFlush, sync_directories, write_all
 from .errors import ErrorCode, ToolError
 from .journal_store import drop_cached, keep_old_content, write_new_file
 from .journal_trust import ForgedEntry, ManifestSigner, check_change_id, read_stored
+from .kept_threads import KeptThreads
 
 JOURNAL_ENV = "TINYAGENT_FS_JOURNAL_DIR"
 KEEP_ENTRIES = 200
@@ -77,8 +78,8 @@ ENTRY_NAME = re.compile(
 id, and ``.pending`` while its commit has not finished. The entry's other files
 are named ``<stem>.<n>.old`` and ``<stem>.<n>.dest``."""
 PENDING = ".pending"
-_marking: ThreadPoolExecutor | None = None
-_marking_lock = threading.Lock()
+_marking = KeptThreads(1, "tinyagent-fs-journal")
+"""The one thread that writes committed marks, for every journal of the process."""
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ class UndoJournal:
         check_change_id(change_id)
         unfinished = self._unfinished.pop(change_id, None)
         with self._marks_lock:
-            self._marks.append(_marker().submit(self._mark_committed, change_id, unfinished))
+            self._marks.append(_marking.submit(self._mark_committed, change_id, unfinished))
 
     def settle(self) -> None:
         """Return once every committed mark handed over so far is written (or has
@@ -386,15 +387,6 @@ class UndoJournal:
             files=files,
             undone_by=manifest.get("undone_by"),
         )
-
-
-def _marker() -> ThreadPoolExecutor:
-    """The one thread that writes committed marks, for every journal of the process."""
-    global _marking
-    with _marking_lock:
-        if _marking is None:
-            _marking = ThreadPoolExecutor(1, thread_name_prefix="tinyagent-fs-journal")
-        return _marking
 
 
 def _overwrite(path: Path, data: bytes) -> None:

@@ -25,15 +25,14 @@ import hashlib
 import os
 import shutil
 import stat as stat_module
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..digest import DIRECTORY, MISSING
 from ..durable import FileFlush, sync_directories, write_all
 from ..errors import ErrorCode, ToolError
+from ..kept_threads import KeptThreads
 from .fan_out import run_each
 
 PROC_FD = "/proc/self/fd/"
@@ -53,8 +52,7 @@ _last_written: tuple[str, str, bytes] | None = None
 the digest (``new_hash``): the next change of that file is usually planned
 against those bytes, and comparing the file with them spares hashing it (3 ms
 for 5 MB in a sandboxed worker, which has no planned bytes to compare with)."""
-_staging_pool: ThreadPoolExecutor | None = None
-_staging_lock = threading.Lock()
+_stagers = KeptThreads(STAGERS, "tinyagent-fs-stage")
 
 
 @dataclass
@@ -195,7 +193,7 @@ def _meanwhile(background: Callable[[], None], foreground: Callable[[], None]) -
     ``foreground``'s error first, once both are done. Without a thread, one after
     the other (``foreground`` first)."""
     try:
-        running = _stager().submit(background)
+        running = _stagers.submit(background)
     except RuntimeError:  # no thread may start (a process limit)
         foreground()
         background()
@@ -206,16 +204,6 @@ def _meanwhile(background: Callable[[], None], foreground: Callable[[], None]) -
         error = running.exception()  # waits for it either way
     if error is not None:
         raise error
-
-
-def _stager() -> ThreadPoolExecutor:
-    """The thread that stages large commits (kept: starting one costs twice as much
-    as handing it work)."""
-    global _staging_pool
-    with _staging_lock:
-        if _staging_pool is None:
-            _staging_pool = ThreadPoolExecutor(STAGERS, thread_name_prefix="tinyagent-fs-stage")
-        return _staging_pool
 
 
 def _keep_last_written(steps: list[_Step], changes: list[dict[str, Any]]) -> None:

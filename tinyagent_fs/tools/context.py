@@ -136,24 +136,17 @@ class ToolContext:
         return found
 
     async def missing_directories(self, path: Path) -> list[Path]:
-        """``path`` and its parents that do not exist yet, outermost first.
+        """``path`` and its parents that do not exist yet, outermost first."""
+        return await self.missing_folders([path])
+
+    async def missing_folders(self, folders: list[Path]) -> list[Path]:
+        """Each folder and its parents that do not exist yet, outermost first, without
+        repeats: every folder looked up once, and each level of parents in one provider
+        call (a patch names hundreds of files in dozens of folders).
 
         Plans create them explicitly (MKDIR changes) so that review shows them and
         undo removes them again.
         """
-        missing: list[Path] = []
-        current = path
-        while current != self.root:
-            if self._is_folder(current, await self.stat(current)):
-                break
-            missing.append(current)
-            current = current.parent
-        return missing[::-1]
-
-    async def missing_folders(self, folders: list[Path]) -> list[Path]:
-        """``missing_directories`` of each folder, joined without repeats: every folder
-        looked up once, and each level of parents in one provider call (a patch names
-        hundreds of files in dozens of folders)."""
         absent: set[Path] = set()
         level = [folder for folder in dict.fromkeys(folders) if folder != self.root]
         asked = set(level)

@@ -46,8 +46,8 @@ async def plan_apply_patch(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     # Every hunk line's text: nothing needs them through review and commit.
     style = parsed.style
     del parsed
-    new_dirs = await _missing_folders(
-        ctx, [paths[item.dest if item.dest is not None else item.path] for item in planned]
+    new_dirs = await ctx.missing_folders(  # the folders the files land in
+        [paths[item.dest if item.dest is not None else item.path].parent for item in planned]
     )
     kept_modes = await _modes(
         ctx, [paths[item.path] for item in planned if item.kind == "move" and item.mode is None]
@@ -163,12 +163,6 @@ async def _modes(ctx: ToolContext, paths: list[Path]) -> dict[Path, int]:
     trip to a sandbox worker, not one per file)."""
     found = await ctx.stat_each(paths)
     return {path: info["mode"] for path, info in zip(paths, found, strict=True) if info}
-
-
-async def _missing_folders(ctx: ToolContext, targets: list[Path]) -> list[Path]:
-    """Folders the files land in that do not exist yet, outermost first; each folder
-    is looked up once, however many files land in it (see ``missing_folders``)."""
-    return await ctx.missing_folders([target.parent for target in targets])
 
 
 def _encoded(text: str | None, like: DecodedText, existed: bool) -> bytes | None:
