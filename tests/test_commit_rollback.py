@@ -204,19 +204,97 @@ async def test_a_failure_at_any_step_rolls_the_whole_commit_back(
     counting = fill(tmp_path / "count", wide)
     counter = FailAt(counting, step=0, errno_=errno_)
     assert (await apply_with(counting, monkeypatch, counter, patch, overlap)).ok  # type: ignore[attr-defined]
+    await rolls_back_at_every_step(
+        tmp_path, monkeypatch, counter, patch, wide, overlap, moved="bin/script.sh"
+    )
+
+
+async def rolls_back_at_every_step(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    counter: FailAt,
+    patch: str,
+    wide: bool = False,
+    overlap: bool = False,
+    moved: str = "bin/script.sh",
+) -> None:
+    """Apply ``patch`` once for every call ``counter`` counted, that call failing."""
     failed_steps = 0
     for step in range(1, counter.calls + 1):
         root = fill(tmp_path / f"step{step}", wide)
         before = state(root)
-        fault = FailAt(root, step, errno_)
+        fault = FailAt(root, step, counter.errno)
         result = await apply_with(root, monkeypatch, fault, patch, overlap)
         assert fault.failed_in, f"step {step} was never reached"
         if result.ok:  # type: ignore[attr-defined]
             # Only a failure after the last rename (dropping backups, syncing folders)
             # may leave the change applied; then it must be applied whole.
-            assert state(root)["bin/script.sh"][0] == b"#!/bin/sh\necho moved\n"
+            assert state(root)[moved][0] == b"#!/bin/sh\necho moved\n"
         else:
             failed_steps += 1
             assert state(root) == before, f"step {step} ({fault.failed_in}) left a partial change"
         assert not [p for p in root.rglob("*") if ".tafs-" in p.name], f"temp files at {step}"
     assert failed_steps >= counter.calls // 2, (failed_steps, counter.calls)
+
+
+IN_PLACE_PATCH = PATCH.replace("made/new.txt", "added.txt").replace("bin/script.sh", "moved.sh")
+"""The same kinds of change with no folder to make: staged unnamed (``O_TMPFILE``)."""
+
+
+@pytest.mark.parametrize("errno_", [errno.ENOSPC, errno.EIO])
+async def test_a_commit_staged_unnamed_rolls_back_whole_at_any_step(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, errno_: int
+) -> None:
+    staged_unnamed: list[bool] = []
+    real = commit._unnamed_staging
+
+    def spied(steps):  # type: ignore[no-untyped-def]
+        files = real(steps)
+        staged_unnamed.append(files is not None)
+        return files
+
+    counting = fill(tmp_path / "count", wide=False)
+    counter = FailAt(counting, step=0, errno_=errno_)
+    monkeypatch.setattr(commit, "_unnamed_staging", spied)
+    assert (await apply_with(counting, monkeypatch, counter, IN_PLACE_PATCH)).ok  # type: ignore[attr-defined]
+    assert staged_unnamed == [True]
+    assert state(counting)["moved.sh"] == (b"#!/bin/sh\necho moved\n", 0o755)
+    await rolls_back_at_every_step(tmp_path, monkeypatch, counter, IN_PLACE_PATCH, moved="moved.sh")
+
+
+@pytest.mark.parametrize("errno_", [errno.ENOSPC, errno.EIO])
+async def test_a_single_file_write_fails_whole_or_lands_whole_at_any_step(
+    tmp_path: Path, errno_: int
+) -> None:
+    """One file staged unnamed and renamed with no backup: every failure leaves the
+    old bytes and mode, or (after the rename) the new ones; never a temp file."""
+    new = b"rewritten\n" * 5000
+
+    async def write(root: Path, fault: FailAt) -> object:
+        fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
+        patched = pytest.MonkeyPatch()
+        try:
+            await fs.read_file("change.txt")
+            for name in CALLS:
+                patched.setattr(os, name, fault.wrap(name, getattr(os, name)))
+            return await fs.write_file("change.txt", new.decode())
+        finally:
+            patched.undo()
+            await fs.close()
+
+    counting = fill(tmp_path / "count", wide=False)
+    counter = FailAt(counting, step=0, errno_=errno_)
+    assert (await write(counting, counter)).ok  # type: ignore[attr-defined]
+    assert counter.calls >= 6, counter.calls
+    for step in range(1, counter.calls + 1):
+        root = fill(tmp_path / f"step{step}", wide=False)
+        before = state(root)
+        fault = FailAt(root, step, errno_)
+        result = await write(root, fault)
+        assert fault.failed_in, f"step {step} was never reached"
+        after = state(root)
+        if result.ok:  # type: ignore[attr-defined]
+            assert after["change.txt"] == (new, 0o644)
+        else:
+            assert after == before, f"step {step} ({fault.failed_in}) left a partial change"
+        assert sorted(after) == sorted(before), f"step {step} left a file behind"

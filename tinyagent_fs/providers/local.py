@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
@@ -56,6 +56,15 @@ class LocalProvider(Provider):
             except ToolError as exc:
                 raise _unpinned_error(exc, session) from None
             return result if op in ROOT_RELATIVE_RESULTS else session.unpin(result)
+
+    async def commit(
+        self, change_id: str, changes: list[dict[str, Any]], before: Callable[[], None]
+    ) -> dict[str, Any]:
+        """The commit calls ``before`` itself: a small one while the disk writes."""
+        report: dict[str, Any] = await self.call(
+            "commit_changes", change_id=change_id, changes=changes, record=before
+        )
+        return report
 
     async def close(self) -> None:
         if self._pinned is not None:

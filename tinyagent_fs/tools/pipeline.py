@@ -162,7 +162,7 @@ class Pipeline:
             report = await self.ctx.provider.commit(
                 changeset.change_id,
                 commit_payload(changeset, self.ctx.provider.in_process),
-                partial(journal.begin, changeset) if journal is not None else _nothing,
+                partial(journal.begin if journal is not None else _new_digests, changeset),
             )
         except ToolError as error:
             # The commit rolls itself back on any error it can see; only a worker
@@ -227,8 +227,12 @@ class Pipeline:
         self.audit.record(event)
 
 
-def _nothing() -> None:
-    """No undo journal to record before a commit."""
+def _new_digests(changeset: ChangeSet) -> None:
+    """Without an undo journal, what runs before the commit (while the disk writes,
+    for an in-process commit) is waiting for the new contents' digests, which the
+    read state keeps."""
+    for change in changeset.changes:
+        _ = change.new_hash
 
 
 def _planned_call(spec: ToolSpec, args: dict[str, Any], plan: Plan, call_id: str) -> ToolCall:
