@@ -8,6 +8,7 @@ import pytest
 
 from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.hooks import AutoApprovePolicy, Decision, DenyAllPolicy
+from tinyagent_fs.providers import LocalProvider
 
 from .conftest import audit_events
 
@@ -137,3 +138,45 @@ async def test_escapes_are_refused_before_any_hook_is_asked(project: Path, audit
     assert asked == []
     assert [e["decision"] for e in audit_events(audit)] == ["none", "none"]
     await fs.close()
+
+
+class DiffBlind:
+    """A hook that says it never reads ``ToolCall.diff`` (as AutoApprovePolicy does)."""
+
+    reads_diff = False
+
+    def __init__(self) -> None:
+        self.diffs: list[str] = []
+
+    def before_tool_execution(self, call):  # type: ignore[no-untyped-def]
+        self.diffs.append(call.diff)
+        return Decision.proceed()
+
+
+class DiffReader(DiffBlind):
+    reads_diff = True
+
+
+@pytest.mark.parametrize("also_reading", [False, True])
+async def test_a_diff_no_hook_reads_is_left_out_of_review_and_made_for_the_result(
+    project: Path, audit, also_reading: bool
+) -> None:
+    blind, reader = DiffBlind(), DiffReader()
+    hooks = [blind, reader] if also_reading else [blind]
+    fs = FileTools(project, provider=LocalProvider(), hooks=hooks, audit=audit)
+    (project / "a.txt").write_text("one\ntwo\n")
+    await fs.read_file("a.txt")
+    overwritten = await fs.write_file("a.txt", "one\nTWO\nthree\n")
+    created = await fs.write_file("b.txt", "x\ny\nz")
+    await fs.close()
+    expected = "@@ -1,2 +1,3 @@\n one\n-two\n+TWO\n+three\n"
+    if also_reading:  # every hook sees the diff when one of them reads it
+        assert expected in blind.diffs[1] and reader.diffs[1] == blind.diffs[1]
+    else:
+        assert blind.diffs == ["", "", ""]  # the read, then the two writes
+    assert overwritten.data["lines"] == 3 and created.data["lines"] == 3
+    assert (overwritten.data["lines_added"], overwritten.data["lines_removed"]) == (2, 1)
+    assert (created.data["lines_added"], created.data["lines_removed"]) == (3, 0)
+    events = [e for e in audit_events(audit) if e["tool"] == "write_file"]
+    assert expected in events[0]["diff"] and "+x\n+y\n+z" in events[1]["diff"]
+    assert [e["lines_added"] for e in events] == [2, 3]

@@ -100,7 +100,9 @@ class Hook(Protocol):
 
     Either method may be missing on a concrete hook; the runner treats a missing
     ``before_tool_execution`` as "proceed" and a missing ``after_tool_execution``
-    as "keep the result".
+    as "keep the result". A hook that never reads ``ToolCall.diff`` may say so
+    with ``reads_diff = False``: when no hook reads it, the diff is left empty for
+    review and computed later, while the commit's disk writes are under way.
     """
 
     def before_tool_execution(self, call: ToolCall) -> Decision | Awaitable[Decision]: ...

@@ -17,6 +17,7 @@ class AutoApprovePolicy:
     """Lets every call through: for scripts and CI where the sandbox is the only wall."""
 
     name = "auto-approve"
+    reads_diff = False
 
     def before_tool_execution(self, call: ToolCall) -> Decision:
         return Decision.proceed(decided_by=self.name)
@@ -26,6 +27,7 @@ class DenyAllPolicy:
     """Lets reads through and refuses everything else."""
 
     name = "deny-all"
+    reads_diff = False
 
     def before_tool_execution(self, call: ToolCall) -> Decision:
         if call.risk is Risk.READ:

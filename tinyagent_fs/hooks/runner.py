@@ -43,6 +43,11 @@ class HookRunner:
     def add(self, hook: Any) -> None:
         self.hooks.append(hook)
 
+    @property
+    def read_diffs(self) -> bool:
+        """Whether any hook may read ``ToolCall.diff`` (see ``Hook``)."""
+        return any(getattr(hook, "reads_diff", True) for hook in self.hooks)
+
     async def before(self, call: ToolCall, replan: Replan | None = None) -> Review:
         modifications: list[Decision] = []
         last = Decision.proceed(decided_by="no hooks")

@@ -14,6 +14,7 @@ from ..errors import ErrorCode, ToolError
 from ..gc_pause import paused_gc
 from ..hooks.decision import Decision, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
+from ..journal import UndoJournal
 from .context import ToolContext
 from .plan import Plan
 from .restore import commit_payload, recover_interrupted
@@ -126,7 +127,7 @@ class Pipeline:
     ) -> ToolResult:
         assert spec.plan is not None
         plan = await spec.plan(self.ctx, args)
-        call = _planned_call(spec, args, plan, uuid.uuid4().hex[:12])
+        call = self._planned_call(spec, args, plan, uuid.uuid4().hex[:12])
 
         async def replan(current: ToolCall, decision: Decision) -> ToolCall:
             nonlocal plan
@@ -137,7 +138,7 @@ class Pipeline:
                 new_args = current.args
             if decision.modified_content:
                 plan = plan.with_content(decision.modified_content, self.ctx.root)
-            return _planned_call(spec, new_args, plan, current.call_id)
+            return self._planned_call(spec, new_args, plan, current.call_id)
 
         record.changeset = plan.changeset
         review = await self.hooks.before(call, replan)
@@ -162,7 +163,7 @@ class Pipeline:
             report = await self.ctx.provider.commit(
                 changeset.change_id,
                 commit_payload(changeset, self.ctx.provider.in_process),
-                partial(journal.begin if journal is not None else _new_digests, changeset),
+                partial(_before_commit, changeset, journal),
             )
         except ToolError as error:
             # The commit rolls itself back on any error it can see; only a worker
@@ -190,6 +191,19 @@ class Pipeline:
         if plan.after_commit is not None:
             plan.after_commit(changeset)
         return report
+
+    def _planned_call(
+        self, spec: ToolSpec, args: dict[str, Any], plan: Plan, call_id: str
+    ) -> ToolCall:
+        """The call the hooks review; its diff is left empty when no hook reads it
+        (``_before_commit`` computes it then)."""
+        diff = ""
+        if self.hooks.read_diffs:
+            with paused_gc():
+                diff = plan.changeset.unified_diff()
+        return ToolCall(
+            spec.name, args, spec.risk, changeset=plan.changeset, diff=diff, call_id=call_id
+        )
 
     def _record(self, record: CallRecord, result: ToolResult) -> None:
         if self.audit is None:
@@ -227,20 +241,18 @@ class Pipeline:
         self.audit.record(event)
 
 
-def _new_digests(changeset: ChangeSet) -> None:
-    """Without an undo journal, what runs before the commit (while the disk writes,
-    for an in-process commit) is waiting for the new contents' digests, which the
-    read state keeps."""
+def _before_commit(changeset: ChangeSet, journal: UndoJournal | None) -> None:
+    """What must be done before the commit changes anything, which an in-process
+    commit runs while the disk writes the new contents: the diff the result and the
+    audit record show (computed once, for review too if a hook reads it), then the
+    undo journal, or without one the new contents' digests the read state keeps."""
+    with paused_gc():
+        changeset.unified_diff()
+    if journal is not None:
+        journal.begin(changeset)
+        return
     for change in changeset.changes:
         _ = change.new_hash
-
-
-def _planned_call(spec: ToolSpec, args: dict[str, Any], plan: Plan, call_id: str) -> ToolCall:
-    with paused_gc():
-        diff = plan.changeset.unified_diff()
-    return ToolCall(
-        spec.name, args, spec.risk, changeset=plan.changeset, diff=diff, call_id=call_id
-    )
 
 
 def _refusal(review: Review) -> ToolResult | None:
@@ -268,7 +280,7 @@ def _told_of_changes(result: ToolResult, review: Review) -> ToolResult:
         f": {'; '.join(notes)}" if notes else "."
     )
     if review.call.changeset is not None:
-        note += "\nWhat was applied:\n" + review.call.diff[:4000]
+        note += "\nWhat was applied:\n" + review.call.changeset.unified_diff()[:4000]
     data = {**result.data, "modified_by": who}
     return ToolResult(result.ok, f"{result.text}\n{note}", data, result.error)
 

@@ -19,19 +19,22 @@ class Plan:
     """``formats`` keeps each file's encoding, BOM and line endings for re-encoding
     content a person edited during review; ``after_commit`` runs once the change is
     on disk (undo uses it to mark what it reverted); ``new_views`` holds, by path,
-    the new bytes the plan made and their decoding, which the read state keeps
-    after the commit if review left those very bytes in place."""
+    the new bytes the plan made and how to tell their decoding, which the read
+    state keeps after the commit if review left those very bytes in place."""
 
     changeset: ChangeSet
     render: Renderer
     formats: dict[Path, DecodedText] = field(default_factory=dict)
     after_commit: Callable[[ChangeSet], None] | None = None
-    new_views: dict[Path, tuple[bytes, DecodedText]] = field(default_factory=dict)
+    new_views: dict[Path, tuple[bytes, Callable[[], DecodedText | None]]] = field(
+        default_factory=dict
+    )
 
     def new_view(self, change: FileChange) -> DecodedText | None:
-        """The decoding of ``change``'s new bytes, if this plan made those bytes."""
+        """The decoding of ``change``'s new bytes, if this plan made those bytes (and
+        can tell it cheaply)."""
         made = self.new_views.get(change.path)
-        return made[1] if made is not None and made[0] is change.new_bytes else None
+        return made[1]() if made is not None and made[0] is change.new_bytes else None
 
     def with_content(self, edited: dict[str, str], root: Path) -> Plan:
         """The same plan with new text for the named files (paths relative to root)."""

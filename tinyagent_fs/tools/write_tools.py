@@ -7,7 +7,7 @@ returns a Plan. Review, commit, journal and audit are the pipeline's job.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -89,20 +89,26 @@ def _with_file_newlines(text: str, like: DecodedText) -> str:
     return text
 
 
-def _known_lines(change: FileChange, old: DecodedText | None) -> int | None:
-    """The new text's line count, when the old text's is known: moved by the diff
-    (which review computes anyway) instead of counted."""
+def _new_line_count(change: FileChange, old: DecodedText | None) -> int:
+    """The new text's line count: the old text's moved by the diff (which the result
+    and the audit show anyway) when that is known, else counted."""
+    if change.old_bytes is None:  # a new file: its diff adds every line
+        return change.line_counts()[0]
     if old is None or old.lines is None:
-        return None
+        return line_count(change.new_text or "")
     added, removed = change.line_counts()
     return old.lines + added - removed
 
 
 def _views(
-    path: Path, new: bytes, view: DecodedText | None
-) -> dict[Path, tuple[bytes, DecodedText]]:
-    """``Plan.new_views`` for one file: the next change of it then needs no decoding."""
-    return {} if view is None else {path: (new, view)}
+    change: FileChange, like: DecodedText, old: DecodedText | None
+) -> dict[Path, tuple[bytes, Callable[[], DecodedText | None]]]:
+    """``Plan.new_views`` for one file, so that the next change of it needs no
+    decoding; the view is made once the change is committed, when the diff that
+    gives its line count has been computed."""
+    assert change.new_bytes is not None and change.new_text is not None
+    new, text = change.new_bytes, change.new_text
+    return {change.path: (new, lambda: encoded_view(text, new, like, _new_line_count(change, old)))}
 
 
 async def _missing_folders(ctx: ToolContext, path: Path, create_dirs: bool) -> list[Path]:
@@ -142,15 +148,13 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     change = FileChange(
         kind, path, old, new, old_text=decoded.text if decoded else None, new_text=text
     )
-    known_lines = _known_lines(change, decoded)
-    lines = known_lines if known_lines is not None else line_count(text)
     parents = [FileChange(ChangeKind.MKDIR, d, None, None) for d in missing]
     changeset = ChangeSet("write_file", (*parents, change), ctx.root, summary=f"write {shown}")
 
     def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
         done = final.changes[-1]
         size = len(done.new_bytes or b"")
-        total = lines if done.new_bytes is new else line_count(done.new_text or "")
+        total = _new_line_count(done, decoded)
         verb = "Created" if done.kind is ChangeKind.CREATE else "Overwrote"
         added, removed = done.line_counts()
         return ToolResult.success(
@@ -166,8 +170,7 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
             },
         )
 
-    view = encoded_view(text, new, like, lines)
-    return Plan(changeset, render, {path: like}, new_views=_views(path, new, view))
+    return Plan(changeset, render, {path: like}, new_views=_views(change, like, decoded))
 
 
 async def plan_edit_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
@@ -241,7 +244,6 @@ def _edit_plan(
         ChangeKind.MODIFY, path, old, new, old_text=decoded.text, new_text=result.text
     )
     changeset = ChangeSet(tool, (change,), ctx.root, summary=f"edit {shown}")
-    view = encoded_view(result.text, new, decoded, _known_lines(change, decoded))
 
     def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
         done = final.changes[0]
@@ -273,7 +275,7 @@ def _edit_plan(
             },
         )
 
-    return Plan(changeset, render, {path: decoded}, new_views=_views(path, new, view))
+    return Plan(changeset, render, {path: decoded}, new_views=_views(change, decoded, decoded))
 
 
 FILE = string("File path relative to the project root.", minLength=1)
