@@ -4,11 +4,16 @@ The sequence is: check every planned hash (a mismatch is a CONFLICT and nothing
 is changed); stage new contents in temp siblings (from a few threads for a
 large batch: see ``fan_out``) and make them durable (one fsync each, or one
 syncfs for a large batch: see ``durable``); move old files aside as hard-linked
-backups; rename the staged files into place; make the directories durable (once
+backups (not the one file of a commit that writes one in place: its one rename
+happens whole or not at all); rename the staged files into place; make the directories durable (once
 each); drop the backups. A failure at any step restores the backups. Temp and
 backup names carry the change id, so a commit killed half-way can be found and
 rolled back (or, once every file is in its new state, completed) by
 :func:`recover_commit`.
+
+A smaller commit made in this process with its undo journal (``record``) writes
+its new contents first, to unnamed files, and keeps the journal and checks the
+planned contents while the disk writes them (see :func:`_unnamed_staging`).
 
 A commit of ``OVERLAP_FROM`` files or more stages on another thread while the
 calling thread checks the planned contents: checking hundreds of files takes
@@ -89,11 +94,11 @@ def commit_changes(
     """
     steps = [_step(change) for change in changes]
     pairs = list(zip(steps, changes, strict=True))
-    unnamed = _unnamed_staging(steps) if record is not None and len(steps) < OVERLAP_FROM else None
-    if unnamed is not None:
-        _name_when_checked(unnamed, pairs, record, change_id)  # type: ignore[arg-type]
-        return _applied(steps, changes, change_id, [])
     if record is not None:
+        unnamed = _unnamed_staging(steps) if len(steps) < OVERLAP_FROM else None
+        if unnamed is not None:
+            _name_when_checked(unnamed, pairs, record, change_id)
+            return _applied(steps, changes, change_id, [])
         record()
     overlap = ready is None and len(steps) >= OVERLAP_FROM
     # Staging makes the folders it needs: a step that makes one is checked before.
@@ -134,8 +139,8 @@ def _applied(
     renames durable and drop the backups; the commit's report."""
     applied: list[_Step] = []
     try:
-        if _alone(steps):  # one rename happens whole or not at all: nothing to back up
-            _replace(steps[0].staged, steps[0].path)  # type: ignore[arg-type]
+        if alone := _alone(steps):  # one rename, whole or not at all: nothing to back up
+            _replace(alone, steps[0].path)
             steps[0].staged = None
         else:
             for step in steps:
@@ -171,9 +176,12 @@ def _applied(
     return report
 
 
-def _alone(steps: list[_Step]) -> bool:
-    """Whether the commit is one file written in place: its rename is all it does."""
-    return len(steps) == 1 and steps[0].kind in ("create", "modify") and bool(steps[0].staged)
+def _alone(steps: list[_Step]) -> str | None:
+    """The staged file of a commit that writes one file in place (its rename is all
+    it does), else None."""
+    if len(steps) == 1 and steps[0].kind in ("create", "modify"):
+        return steps[0].staged
+    return None
 
 
 def _unnamed_staging(steps: list[_Step]) -> list[tuple[_Step, int]] | None:
@@ -186,9 +194,9 @@ def _unnamed_staging(steps: list[_Step]) -> list[tuple[_Step, int]] | None:
     when the process is killed: so it may be written before the undo journal is,
     which a named temp file may not (a kill in between would leave it behind, with
     no journal entry to find it by). The journal and the check of the planned
-    contents then take place while the disk writes (measured: the 1 MB write's
-    journal and check cost a third of their time there), and the files are named
-    only after both.
+    contents then take place while the disk writes, and the files are named only
+    after both (measured here for 1 MB: the fsync waits 0.2 ms after 0.8 ms of
+    such work, 0.9 ms without it).
     """
     if not hasattr(os, "O_TMPFILE") or any(step.kind == "mkdir" for step in steps):
         return None
