@@ -62,9 +62,9 @@ def start_writeback(fd: int) -> None:
     global _sync_file_range_function
     if not sys.platform.startswith("linux"):
         return
-    import ctypes  # imported here, as in ``syncfs``
-
     if _sync_file_range_function is None:
+        import ctypes  # imported here, as in ``syncfs``
+
         try:
             function = ctypes.CDLL(None, use_errno=True).sync_file_range
         except (OSError, AttributeError):

@@ -32,8 +32,9 @@ class Provider(ABC):
     ) -> dict[str, Any]:
         """``commit_changes`` once ``before`` (the undo journal recording the old
         contents) has run: nothing on disk may change until it returns, and when it
-        raises, its exception is raised with nothing changed. A provider whose commit
-        runs elsewhere may run ``before`` while the commit checks the planned hashes."""
+        raises, its exception is raised with nothing changed. A provider may run
+        ``before`` while its commit does what changes no name on disk: checking the
+        planned hashes (a worker), writing the new contents to unnamed files (local)."""
         before()
         report: dict[str, Any] = await self.call(
             "commit_changes", change_id=change_id, changes=changes

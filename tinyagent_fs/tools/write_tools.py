@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -101,14 +102,14 @@ def _new_line_count(change: FileChange, old: DecodedText | None) -> int:
 
 
 def _views(
-    change: FileChange, like: DecodedText, old: DecodedText | None
+    change: FileChange, like: DecodedText, lines: Callable[[], int]
 ) -> dict[Path, tuple[bytes, Callable[[], DecodedText | None]]]:
     """``Plan.new_views`` for one file, so that the next change of it needs no
     decoding; the view is made once the change is committed, when the diff that
-    gives its line count has been computed."""
+    gives its line count (``lines``) has been computed."""
     assert change.new_bytes is not None and change.new_text is not None
     new, text = change.new_bytes, change.new_text
-    return {change.path: (new, lambda: encoded_view(text, new, like, _new_line_count(change, old)))}
+    return {change.path: (new, lambda: encoded_view(text, new, like, lines()))}
 
 
 async def _missing_folders(ctx: ToolContext, path: Path, create_dirs: bool) -> list[Path]:
@@ -148,13 +149,14 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     change = FileChange(
         kind, path, old, new, old_text=decoded.text if decoded else None, new_text=text
     )
+    new_lines = cache(partial(_new_line_count, change, decoded))  # the result's and the view's
     parents = [FileChange(ChangeKind.MKDIR, d, None, None) for d in missing]
     changeset = ChangeSet("write_file", (*parents, change), ctx.root, summary=f"write {shown}")
 
     def render(final: ChangeSet, report: dict[str, Any]) -> ToolResult:
         done = final.changes[-1]
         size = len(done.new_bytes or b"")
-        total = _new_line_count(done, decoded)
+        total = new_lines() if done is change else _new_line_count(done, decoded)
         verb = "Created" if done.kind is ChangeKind.CREATE else "Overwrote"
         added, removed = done.line_counts()
         return ToolResult.success(
@@ -170,7 +172,7 @@ async def plan_write_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
             },
         )
 
-    return Plan(changeset, render, {path: like}, new_views=_views(change, like, decoded))
+    return Plan(changeset, render, {path: like}, new_views=_views(change, like, new_lines))
 
 
 async def plan_edit_file(ctx: ToolContext, args: dict[str, Any]) -> Plan:
@@ -275,7 +277,8 @@ def _edit_plan(
             },
         )
 
-    return Plan(changeset, render, {path: decoded}, new_views=_views(change, decoded, decoded))
+    lines = partial(_new_line_count, change, decoded)
+    return Plan(changeset, render, {path: decoded}, new_views=_views(change, decoded, lines))
 
 
 FILE = string("File path relative to the project root.", minLength=1)
