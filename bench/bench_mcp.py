@@ -3,8 +3,8 @@
 Run: ``.venv/bin/python bench/bench_mcp.py [--rounds N] [--output FILE]``.
 
 The reference server (Node) is used when it is installed:
-``npm install --prefix bench/.node @modelcontextprotocol/server-filesystem``
-(bench/.node is gitignored). Without it only our figures are printed.
+``npm ci --prefix bench/node`` (the version locked in bench/node/package-lock.json;
+bench/node/node_modules is gitignored). Without it only our figures are printed.
 
 Both servers serve copies of the same generated files; each operation is timed
 on both in alternating order within every round (ours first in even rounds,
@@ -44,7 +44,7 @@ from typing import Any
 from mcp import Client, StdioServerParameters
 
 REPO = Path(__file__).resolve().parent.parent
-REFERENCE_BIN = REPO / "bench" / ".node" / "node_modules" / ".bin" / "mcp-server-filesystem"
+REFERENCE_BIN = REPO / "bench" / "node" / "node_modules" / ".bin" / "mcp-server-filesystem"
 BIG_LINES = 120_000  # about 6 MB of text
 LIST_ENTRIES = 1_000
 TREE_FILES = 5_000

@@ -1,10 +1,11 @@
 """The Binder environment, rebuilt in a fresh virtualenv: the wheel brings its extensions.
 
-The wheel is built once; the virtualenv installs binder/requirements.txt with
-the line that names this repository (``.[jupyter]``) pointed at that wheel, and
-with no node on PATH, which is what a user of the published wheel has. Then
-binder/postBuild runs as repo2docker would run it, and JupyterLab is started
-from the new environment to check what a Binder visitor would see.
+The wheel is built once; the virtualenv installs binder/requirements.txt (pinned
+by binder/constraints.txt) with the line that names this repository
+(``.[jupyter]``) pointed at that wheel, and with no node on PATH, which is what a
+user of the published wheel has. Then binder/postBuild runs as repo2docker would
+run it, and JupyterLab is started from the new environment to check what a Binder
+visitor would see.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ pytestmark = pytest.mark.slow
 REPO = Path(__file__).resolve().parent.parent
 BINDER = REPO / "binder"
 LOCAL_PACKAGE_LINE = ".[jupyter]"
+CONSTRAINTS_LINE = "-c constraints.txt"
 TOUR = "/lab/tree/notebooks/01_tour.ipynb"
 
 
@@ -65,12 +67,12 @@ def binder_env(tmp_path_factory: pytest.TempPathFactory, wheel: Path) -> BinderE
     requirements = (BINDER / "requirements.txt").read_text().splitlines()
     assert LOCAL_PACKAGE_LINE in requirements, "binder/requirements.txt must install this repo"
     local = workdir / "requirements.txt"
-    local.write_text(
-        "\n".join(
-            "tinyagent-fs[jupyter]" if line.strip() == LOCAL_PACKAGE_LINE else line
-            for line in requirements
-        )
-    )
+    assert CONSTRAINTS_LINE in requirements, "binder/requirements.txt must pin from the lock"
+    replaced = {
+        LOCAL_PACKAGE_LINE: "tinyagent-fs[jupyter]",
+        CONSTRAINTS_LINE: f"-c {BINDER / 'constraints.txt'}",
+    }
+    local.write_text("\n".join(replaced.get(line.strip(), line) for line in requirements))
     env = {
         key: value
         for key, value in os.environ.items()

@@ -14,7 +14,6 @@ import importlib.resources
 import io
 import json
 import os
-import warnings
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,27 +22,19 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download at import
 
-with warnings.catch_warnings():
-    warnings.filterwarnings("ignore", "legacy_mcp_client is deprecated", DeprecationWarning)
-    import litellm
-    from litellm import CustomLLM, ModelResponse
-    from tinyagent import TinyAgent, tool
-
-    from tinyagent_fs.integrations.tinyagent import TinyAgentApprovalHook, register_tools
+import litellm
+from litellm import CustomLLM, ModelResponse
+from tinyagent import TinyAgent, tool
 
 from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import Decision, DenyAllPolicy, RiskBasedPolicy, ToolCall
 from tinyagent_fs.hooks.terminal import TerminalHook
+from tinyagent_fs.integrations.tinyagent import TinyAgentApprovalHook, register_tools
 
 from .conftest import audit_events
 
 Turn = list[tuple[str, dict[str, Any]]]
-
-pytestmark = pytest.mark.filterwarnings(
-    # litellm's own response types trip a pydantic warning when first built; not ours to fix.
-    "ignore:Item 'summary' on TypedDict class 'ChatCompletionReasoningItem':UserWarning"
-)
 
 
 class ScriptedModel(CustomLLM):

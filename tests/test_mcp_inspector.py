@@ -2,8 +2,9 @@
 
 The SDK client in test_mcp_server.py shares our Python stack; the Inspector is
 the reference tool MCP client authors check their servers with, so a schema or
-result shape it rejects fails here. It is installed from npm into bench/.node
-(gitignored) the first time, the same place bench/bench_mcp.py looks.
+result shape it rejects fails here. It is installed with ``npm ci`` from
+bench/node/package-lock.json (the versions of it and of everything it needs are
+locked) into bench/node/node_modules, where bench/bench_mcp.py looks too.
 """
 
 from __future__ import annotations
@@ -19,21 +20,23 @@ from typing import Any
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-NODE_PREFIX = REPO / "bench" / ".node"
-INSPECTOR = "@modelcontextprotocol/inspector@0.15.0"
+NODE_PREFIX = REPO / "bench" / "node"
 INSPECTOR_BIN = NODE_PREFIX / "node_modules" / ".bin" / "mcp-inspector"
+INSTALLED_LOCK = NODE_PREFIX / "node_modules" / ".package-lock.json"
 
 
 def inspector() -> Path:
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.fail("node and npm are needed for the MCP Inspector test (apt-get install nodejs)")
-    if not INSPECTOR_BIN.exists():
-        subprocess.run(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(NODE_PREFIX), INSPECTOR],
-            check=True,
+    lock = NODE_PREFIX / "package-lock.json"
+    if not INSTALLED_LOCK.exists() or INSTALLED_LOCK.stat().st_mtime < lock.stat().st_mtime:
+        done = subprocess.run(
+            ["npm", "ci", "--no-audit", "--no-fund", "--prefix", str(NODE_PREFIX)],
             capture_output=True,
+            text=True,
             timeout=300,
         )
+        assert done.returncode == 0, f"npm ci in {NODE_PREFIX} failed:\n{done.stderr[-4000:]}"
     return INSPECTOR_BIN
 
 
