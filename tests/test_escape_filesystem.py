@@ -167,7 +167,9 @@ async def test_git_init_and_a_hook_in_one_command_leave_no_working_hook(sandbox:
     )
     assert result["exit_code"] == 0, result
     moved = {entry["path"] for entry in result["protected_paths_quarantined"]}
-    assert moved == {str(sandbox.root / ".git/hooks/pre-commit"), str(sandbox.root / ".bashrc")}
+    assert moved == {
+        str(sandbox.root / name) for name in (".git/hooks/pre-commit", ".git/config", ".bashrc")
+    }
     assert "renamed aside" in result["protected_paths_message"]
     aside = sandbox.root / ".git" / "hooks" / "pre-commit.quarantined"
     assert aside.read_text() == PWNED_HOOK and not os.access(aside, os.X_OK)
@@ -191,14 +193,21 @@ async def test_git_init_with_a_code_running_config_in_one_command_is_quarantined
     assert not (sandbox.root / "fsmonitor-ran").exists()
 
 
-async def test_harmless_git_config_from_git_init_stays(sandbox: Sandbox) -> None:
+async def test_a_git_config_from_git_init_is_quarantined_and_git_still_works(
+    sandbox: Sandbox,
+) -> None:
+    """A config is never parsed to judge it: the one git init writes goes aside too."""
     result = await sandbox.run(
         "git init -q . && git config user.name agent && git remote add origin https://x/y.git"
     )
     assert result["exit_code"] == 0, result
-    assert "protected_paths_quarantined" not in result
-    config = git(sandbox.root, "config", "--file", ".git/config", "user.name")
-    assert config.stdout == "agent\n"
+    moved = [entry["path"] for entry in result["protected_paths_quarantined"]]
+    assert moved == [str(sandbox.root / ".git" / "config")]
+    assert not (sandbox.root / ".git" / "config").exists()
+    aside = git(sandbox.root, "config", "--file", ".git/config.quarantined", "user.name")
+    assert aside.stdout == "agent\n"
+    committed = git(sandbox.root, "commit", "-q", "--allow-empty", "-m", "person's commit")
+    assert committed.returncode == 0, committed.stderr
 
 
 async def test_hook_written_after_a_git_init_of_an_earlier_command_is_refused(
@@ -209,9 +218,11 @@ async def test_hook_written_after_a_git_init_of_an_earlier_command_is_refused(
     second = await sandbox.run(
         f"printf %s {shlex.quote(PWNED_HOOK)} > .git/hooks/pre-commit; echo x >> .git/config"
     )
-    assert second["stderr"].count("Read-only file system") == 2, second
-    assert "protected_paths_quarantined" not in second
+    assert second["stderr"].count("Read-only file system") == 1, second
+    moved = [entry["path"] for entry in second["protected_paths_quarantined"]]
+    assert moved == [str(sandbox.root / ".git" / "config")]  # git init's went aside: a new one
     assert not (sandbox.root / ".git" / "hooks" / "pre-commit").exists()
+    assert not (sandbox.root / ".git" / "config").exists()
 
 
 async def test_metadata_outside_the_roots_and_of_system_files_cannot_change(tmp_path: Path) -> None:
@@ -362,7 +373,7 @@ async def test_the_model_is_told_about_a_quarantined_hook(tmp_path: Path) -> Non
     assert result.ok, result.text
     assert result.data["security_violation"] is True
     assert [e["path"] for e in result.data["protected_paths_quarantined"]] == [
-        str(root.resolve() / ".git" / "hooks" / "post-checkout")
+        str(root.resolve() / ".git" / name) for name in ("config", "hooks/post-checkout")
     ]
     assert "renamed aside" in result.text and "post-checkout" in result.text
 
@@ -397,7 +408,8 @@ async def test_other_code_running_git_files_made_in_one_command_are_quarantined(
     moved = sorted(entry["path"] for entry in result["protected_paths_quarantined"])
     root = sandbox.root
     assert moved == sorted(
-        str(root / name) for name in (".git/commondir", ".git/config.worktree", ".zshenv")
+        str(root / name)
+        for name in (".git/commondir", ".git/config", ".git/config.worktree", ".zshenv")
     )
     for name in (".git/commondir", ".git/config.worktree", ".zshenv"):
         assert not (root / name).exists()

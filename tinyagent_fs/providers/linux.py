@@ -38,9 +38,10 @@ from typing import Any
 from ..errors import ErrorCode, ToolError
 from ..ops.command import KILL_GRACE_S
 from ..policy import SandboxPolicy
+from ..sandbox.code_files import CodeFiles
 from ..sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
 from ..sandbox.probe import sandbox_support
-from . import wire, worker_launch
+from . import code_watch, wire, worker_launch
 from .base import Provider
 from .reply_queue import STALL_CHECK_S, ReplyQueue, WorkerStalled
 from .worker_slot import WorkerSlot
@@ -72,10 +73,12 @@ class LinuxSandboxProvider(Provider):
     Metadata (stat, existence) is not hidden by Landlock; contents are.
 
     Inside writable roots, git hooks, git config and shell rc files stay
-    read-only for commands (see ``sandbox.protected_paths``). A ``run_command``
-    result carries ``protected_paths_changed`` when one of them appeared or
-    changed anyway (it did not exist, or was a symlink, when the worker
-    started); the worker is then replaced so the next call protects it.
+    read-only for commands (see ``sandbox.protected_paths``). Around each
+    command the toolkit walks the roots itself (``code_watch``): a
+    ``run_command`` result carries ``protected_paths_changed`` when one of
+    them appeared or changed anyway, and ``protected_paths_quarantined`` for
+    what was moved aside; the worker is then replaced so the next call
+    protects it.
     """
 
     name = "linux-sandbox"
@@ -114,6 +117,8 @@ class LinuxSandboxProvider(Provider):
         cannot sit in front of the read that lets the queue release it."""
         self._slot = WorkerSlot()
         self._finalizer = weakref.finalize(self, self._slot.release)
+        self._protected: dict[tuple[str, str], tuple[int, int]] = {}
+        """Identity of each file the current worker protects, as the toolkit saw it."""
         self.report: dict[str, Any] = {}
         """What the current worker reported at start: Landlock ABI and sets, protection."""
 
@@ -240,7 +245,8 @@ class LinuxSandboxProvider(Provider):
             timeout = float(kwargs.get("timeout_s", 0)) + KILL_GRACE_S + COMMAND_MARGIN_S
             kwargs = {"limits": self._command_limits(), **kwargs}
         with self._lock:
-            sock = self._ensure_worker()
+            before = self._before_command() if op == "run_command" else None
+            sock = self._ensure_worker(before)
             if word is not None:
                 kwargs = {**kwargs, "hold": True}
                 word.going()
@@ -253,10 +259,39 @@ class LinuxSandboxProvider(Provider):
             deadline = time.monotonic() + timeout  # after a worker start, which has its own
             cgroup = self._slot.cgroup if op == "run_command" else None
             hits = cgroup.limit_hits() if cgroup else 0
-            result = self._finish(op, deadline)
+            if before is None:
+                result = self._finish(op, deadline)
+            else:
+                result = self._finish_command(deadline, before)
             if cgroup and cgroup.limit_hits() > hits:
                 _note_limit(result, "processes", self.policy.max_command_processes)
             return result
+
+    def _before_command(self) -> CodeFiles:
+        """The code-running files now; a worker whose protections are not on these very
+        files any more (a person's ``git config`` renames a new file over the bound one,
+        a ``git clone`` adds a repository) is replaced before the command runs."""
+        before = code_watch.scan(self._protect)
+        if self._worker_alive() and before.protectable != self._protected:
+            self._slot.stop()
+        return before
+
+    def _finish_command(self, deadline: float, before: CodeFiles) -> Any:
+        """The command's reply, then the toolkit's own check of what it wrote (even when
+        the worker was lost: its processes are gone with its PID namespace)."""
+        try:
+            result = self._finish("run_command", deadline)
+        except ToolError:
+            if code_watch.settle(self._protect, before, None):
+                self._slot.stop()
+            raise
+        try:
+            if code_watch.settle(self._protect, before, result):
+                self._slot.stop()  # the next worker protects what is there now
+        except ToolError:
+            self._slot.stop()
+            raise
+        return result
 
     def _send(
         self, op: str, kwargs: dict[str, Any], sock: socket.socket | None = None
@@ -284,8 +319,6 @@ class LinuxSandboxProvider(Provider):
         replaces the worker."""
         if not isinstance(reply, dict) or ("ok" not in reply and "error" not in reply):
             raise self._worker_lost(op, "it answered with something that is not a reply")
-        if reply.get("restart") is True:
-            self._slot.stop()
         if "error" in reply:
             raise _tool_error(reply["error"])
         return reply["ok"]
@@ -352,12 +385,14 @@ class LinuxSandboxProvider(Provider):
         process = self._slot.process
         return self._slot.sock is not None and process is not None and process.poll() is None
 
-    def _ensure_worker(self) -> socket.socket:
+    def _ensure_worker(self, known: CodeFiles | None = None) -> socket.socket:
+        """The live worker, or a new one; ``known``: the code-running files just walked."""
         slot = self._slot
         if self._worker_alive():
             assert slot.sock is not None
             return slot.sock
         slot.stop()
+        self._protected = (known or code_watch.scan(self._protect)).protectable
         if slot.tmpdir is None:
             slot.tmpdir = tempfile.mkdtemp(prefix="tinyagent-fs-tmp-")
         writable = [*self._protect, slot.tmpdir]

@@ -25,7 +25,7 @@ Every request is ``{"op", "args"}``; every answer ``{"ok": value}`` or
 then waits for one more message, ``{"go": true}`` (or false: called off, nothing
 changed), which the toolkit sends once its undo journal is recorded. After each
 command every other process of the namespace is killed (a ``setsid`` daemon
-included) and code-running files the command planted are quarantined. When the
+included); the toolkit then checks the code-running files (``sandbox.code_files``). When the
 worker exits, or is killed, the kernel ends whatever is left in its PID namespace.
 """
 
@@ -75,7 +75,7 @@ def main(fd: int) -> None:
         wire.send_message(sock, {"error": _failure(f"the sandbox could not be set up: {exc}")})
         os._exit(1)
     wire.send_message(sock, {"ok": report})
-    _serve(sock, config["protect"])
+    _serve(sock)
     os._exit(0)  # as PID 1: the kernel kills whatever is left in the namespace
 
 
@@ -160,14 +160,13 @@ def _expect_denied(action: str, expected: tuple[int, ...], func: Any, *args: Any
     raise SelfCheckFailed(f"the sandbox let the worker {action}")
 
 
-def _serve(sock: socket.socket, roots: list[str]) -> None:
-    watched = protected_paths.candidates(roots)
+def _serve(sock: socket.socket) -> None:
     while True:
         try:
             request = wire.recv_message(sock)
         except wire.WireError:
             return
-        response = _answer(request, roots, watched, sock)
+        response = _answer(request, sock)
         try:
             wire.send_message(sock, response)
         except (TypeError, ValueError) as exc:  # never end the worker over one answer
@@ -191,9 +190,7 @@ class _Held:
         return isinstance(word, dict) and word.get("go") is True
 
 
-def _answer(
-    request: Any, roots: list[str], watched: list[str], sock: socket.socket
-) -> dict[str, Any]:
+def _answer(request: Any, sock: socket.socket) -> dict[str, Any]:
     op, args = request.get("op"), request.get("args")
     operation = OPERATIONS.get(op) if isinstance(op, str) else None
     if operation is None or not isinstance(args, dict):
@@ -201,9 +198,6 @@ def _answer(
     held = None
     if op == "commit_changes" and args.pop("hold", False) is True:
         held = args["ready"] = _Held(sock)
-    is_command = op == "run_command"
-    before = protected_paths.snapshot(watched) if is_command else None
-    entries = protected_paths.code_entries(roots) if is_command else {}
     try:
         response: dict[str, Any] = {"ok": operation(**args)}
     except ToolError as exc:
@@ -219,40 +213,9 @@ def _answer(
     if held is not None and not held.asked:  # failed before asking: the word is still due
         with contextlib.suppress(wire.WireError):
             held()
-    if before is not None:
+    if op == "run_command":
         namespaces.end_other_processes()
-        _check_protected_paths(response, before, watched, entries, roots)
     return response
-
-
-def _check_protected_paths(
-    response: dict[str, Any],
-    before: dict[str, tuple[int, ...] | None],
-    watched: list[str],
-    entries: dict[str, tuple[int, ...]],
-    roots: list[str],
-) -> None:
-    """Quarantine code-running entries the command made; replace the worker if any path moved.
-
-    Only paths that did not exist when this worker started can change (the
-    others are read-only mounts); the next worker mounts them read-only.
-    """
-    quarantined = protected_paths.quarantine(entries, protected_paths.code_entries(roots))
-    changed = protected_paths.changed(before, protected_paths.snapshot(watched))
-    if not changed and not quarantined:
-        return
-    response["restart"] = True
-    result = response.get("ok")
-    if not isinstance(result, dict):
-        return
-    result["protected_paths_changed"] = changed
-    if quarantined:
-        result["protected_paths_quarantined"] = quarantined
-        result["protected_paths_message"] = (
-            "the command created or changed files that make git or a shell run code "
-            "(hooks, git config, rc files); they were renamed aside with a "
-            f"'{protected_paths.QUARANTINE_SUFFIX}' suffix and made non-executable"
-        )
 
 
 def _tool_error(exc: ToolError) -> dict[str, Any]:

@@ -1,0 +1,305 @@
+"""The toolkit's own watch on files that make git or a shell run code.
+
+The worker mounts these read-only (``protected_paths``), but a command can
+still create one where none existed (``git init`` then a hook), put a symlink
+where git looks (``.git``, ``.git/hooks``), or find a protection gone (a
+person's ``git config`` renames a new file over the bound one). So the
+toolkit, which has the power the confined worker dropped, checks around every
+command, by descriptor (openat2 beneath the root, no symlinks followed):
+
+- before: every root is walked; if anything the worker protects is not the
+  file it protected (dev/ino), the worker is replaced before the command runs;
+- after (every process of the command gone): the walk again, and every
+  code-running entry the command created or changed is renamed aside with a
+  ``.quarantined`` suffix and made non-executable. A git config is never
+  parsed to judge it: a config the command wrote is quarantined like a hook
+  (so is the one ``git init`` writes; git works without it). A rename the
+  command blocked (``chmod 0555`` on the folder) is done after restoring the
+  folder's write permission; an entry that cannot be moved is removed, and
+  one that cannot be removed either fails the call.
+
+Watched: every ``.git`` at any depth (folder, file or symlink) and, in a git
+folder, ``hooks`` and each hook, ``config``, ``config.worktree``,
+``commondir``, ``worktrees/*/{config.worktree,commondir,gitdir}`` and the
+same in ``modules/*`` (nested); every ``.gitmodules``; at a root, the shell rc
+files and ``.tinyagentignore`` (only the person makes policy).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import shutil
+import stat
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+
+from . import kernel_calls as kc
+from .protected_paths import (
+    GIT_READ_ONLY,
+    MAX_MODULE_DEPTH,
+    QUARANTINE_SUFFIX,
+    RC_FILES,
+    ROOT_FILES,
+)
+
+ROOT_ENTRIES = frozenset({*RC_FILES, ".tinyagentignore"})
+GIT_FILES = ("config", "config.worktree", "commondir")
+WORKTREE_FILES = ("config.worktree", "commondir", "gitdir")
+CONTAINERS = frozenset({".git", "hooks", "worktrees", "modules"})
+"""Folders watched by identity only: what matters is inside them (or that they are a symlink)."""
+NOT_RUN = (".sample", QUARANTINE_SUFFIX)
+"""Hook names git never runs."""
+
+Stamp = tuple[int, ...]
+Key = tuple[str, str]
+"""(root, path relative to it)."""
+
+
+class ScanFailed(Exception):
+    """A part of a root could not be walked: what is in it is unknown."""
+
+
+@dataclass
+class CodeFiles:
+    """One walk: the code-running entries with their stamps, and what the worker protects."""
+
+    entries: dict[Key, Stamp] = field(default_factory=dict)
+    protectable: dict[Key, tuple[int, int]] = field(default_factory=dict)
+    opaque: dict[Key, Stamp] = field(default_factory=dict)
+    """Folders this process may not list, as found (compared, never entered)."""
+
+
+def scan(roots: Iterable[str], before: CodeFiles | None = None) -> CodeFiles:
+    """Walk every root; ``before`` given, a folder made unreadable since is opened up again."""
+    found = CodeFiles()
+    for root in roots:
+        root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            _Walk(root_fd, root, found, before).run()
+        finally:
+            os.close(root_fd)
+    return found
+
+
+class _Walk:
+    """One root, every path opened beneath its descriptor without following a symlink."""
+
+    def __init__(self, root_fd: int, root: str, found: CodeFiles, before: CodeFiles | None):
+        self.root_fd, self.root, self.found, self.before = root_fd, root, found, before
+
+    def run(self) -> None:
+        pending = [""]
+        while pending:
+            relative_dir = pending.pop()
+            for name, is_dir in self._list(relative_dir):
+                relative = f"{relative_dir}/{name}" if relative_dir else name
+                if name == ".git":
+                    self._add(relative)
+                    if is_dir:
+                        self._git_dir(relative, 0)
+                    continue
+                if name == ".gitmodules" or (not relative_dir and name in ROOT_ENTRIES):
+                    self._add(relative)
+                if is_dir:
+                    pending.append(relative)
+
+    def _git_dir(self, git: str, depth: int) -> None:
+        """The code-running entries of one git folder, then of each submodule's beneath it."""
+        for name in GIT_READ_ONLY:
+            self._protectable(f"{git}/{name}")
+        for name in (*GIT_FILES, "hooks", "worktrees", "modules"):
+            self._add(f"{git}/{name}")
+        for name, _ in self._list(f"{git}/hooks"):
+            if not name.endswith(NOT_RUN):
+                self._add(f"{git}/hooks/{name}")
+        for name, _ in self._list(f"{git}/worktrees"):
+            self._add(f"{git}/worktrees/{name}")
+            for entry in WORKTREE_FILES:
+                self._add(f"{git}/worktrees/{name}/{entry}")
+        if depth < MAX_MODULE_DEPTH:
+            for name, _ in self._list(f"{git}/modules"):
+                self._add(f"{git}/modules/{name}")
+                self._git_dir(f"{git}/modules/{name}", depth + 1)
+
+    def _stat(self, relative: str) -> os.stat_result | None:
+        parent, name = os.path.split(relative)
+        try:
+            fd = kc.open_beneath(self.root_fd, parent or ".", os.O_PATH | os.O_DIRECTORY)
+        except (FileNotFoundError, NotADirectoryError):
+            return None
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EXDEV):
+                return None  # beneath a symlink: git does not look there; the symlink is watched
+            raise ScanFailed(f"{self._path(relative)}: {exc.strerror}") from None
+        try:
+            return os.stat(name or ".", dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise ScanFailed(f"{self._path(relative)}: {exc.strerror}") from None
+        finally:
+            os.close(fd)
+
+    def _add(self, relative: str) -> None:
+        info = self._stat(relative)
+        if info is None:
+            return
+        stamp: Stamp = (info.st_dev, info.st_ino, info.st_mode)
+        if not (stat.S_ISDIR(info.st_mode) and is_container(relative)):
+            stamp += (info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+        self.found.entries[(self.root, relative)] = stamp
+        if os.path.basename(relative) == ".git" or relative in ROOT_FILES:
+            self._protectable(relative, info)
+
+    def _protectable(self, relative: str, info: os.stat_result | None = None) -> None:
+        """What the worker binds read-only or pins: anything there but a symlink."""
+        info = info or self._stat(relative)
+        if info is not None and not stat.S_ISLNK(info.st_mode):
+            self.found.protectable[(self.root, relative)] = (info.st_dev, info.st_ino)
+
+    def _list(self, relative: str) -> list[tuple[str, bool]]:
+        """(name, is a folder) of each entry; [] when ``relative`` is not a folder."""
+        try:
+            fd = kc.open_beneath(self.root_fd, relative or ".", os.O_RDONLY | os.O_DIRECTORY)
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            if exc.errno in (errno.ELOOP, errno.EXDEV):
+                return []
+            if exc.errno != errno.EACCES:
+                raise ScanFailed(f"{self._path(relative)}: {exc.strerror}") from None
+            reopened = self._reopen_unreadable(relative)
+            if reopened is None:
+                return []
+            fd = reopened
+        try:
+            with os.scandir(fd) as entries:
+                return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+        finally:
+            os.close(fd)
+
+    def _reopen_unreadable(self, relative: str) -> int | None:
+        """A folder this process may not list: left alone while it is as it was before the
+        command (the command could not enter it either), else made listable again."""
+        info = self._stat(relative)
+        if info is None:
+            return None
+        key = (self.root, relative)
+        stamp = (info.st_dev, info.st_ino, info.st_mode, info.st_mtime_ns, info.st_ctime_ns)
+        if self.before is None or self.before.opaque.get(key) == stamp:
+            self.found.opaque[key] = stamp
+            return None
+        if info.st_uid != os.geteuid():
+            raise ScanFailed(f"{self._path(relative)}: cannot list it, and it is not ours")
+        path_fd = kc.open_beneath(self.root_fd, relative or ".", os.O_PATH | os.O_DIRECTORY)
+        try:
+            os.chmod(f"/proc/self/fd/{path_fd}", stat.S_IMODE(info.st_mode) | stat.S_IRWXU)
+            return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=path_fd)
+        except OSError as exc:
+            raise ScanFailed(f"{self._path(relative)}: {exc.strerror}") from None
+        finally:
+            os.close(path_fd)
+
+    def _path(self, relative: str) -> str:
+        return os.path.join(self.root, relative)
+
+
+def is_container(relative: str) -> bool:
+    """A folder that only holds watched entries: ``.git``, ``hooks``, a worktree's, a module's."""
+    parent, name = os.path.split(relative)
+    return name in CONTAINERS or os.path.basename(parent) in ("worktrees", "modules")
+
+
+def changed(before: CodeFiles, after: CodeFiles) -> list[Key]:
+    """Entries created, changed or removed between the two walks."""
+    keys = set(before.entries) | set(after.entries)
+    return sorted(key for key in keys if before.entries.get(key) != after.entries.get(key))
+
+
+def to_quarantine(before: CodeFiles, after: CodeFiles) -> list[Key]:
+    """Entries created or changed that git or a shell could run: all but a folder that
+    only holds others (a new ``.git`` folder stays; what is in it is judged by itself)."""
+    keys = []
+    for key, stamp in sorted(after.entries.items()):
+        if before.entries.get(key) == stamp:
+            continue
+        if is_container(key[1]) and stat.S_ISDIR(stamp[2]):
+            continue
+        keys.append(key)
+    return keys
+
+
+def quarantine(keys: list[Key]) -> list[dict[str, str]]:
+    """Rename each entry aside (mode 0600), or remove it; each outcome, failures named."""
+    outcomes = []
+    for root, relative in keys:
+        path = os.path.join(root, relative)
+        try:
+            outcomes.append({"path": path, **_move_aside(root, relative)})
+        except OSError as exc:
+            outcomes.append({"path": path, "error": exc.strerror or str(exc)})
+    return outcomes
+
+
+def _move_aside(root: str, relative: str) -> dict[str, str]:
+    root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        parent_rel, name = os.path.split(relative)
+        parent = kc.open_beneath(root_fd, parent_rel or ".", os.O_PATH | os.O_DIRECTORY)
+    finally:
+        os.close(root_fd)
+    try:
+        with _writable(parent):
+            aside = _free_name(parent, name + QUARANTINE_SUFFIX)
+            try:
+                os.rename(name, aside, src_dir_fd=parent, dst_dir_fd=parent)
+            except OSError:
+                _remove(parent, name)
+                return {"removed": "true"}
+            _defuse(parent, aside)
+        return {"moved_to": os.path.join(root, parent_rel, aside)}
+    finally:
+        os.close(parent)
+
+
+@contextlib.contextmanager
+def _writable(dir_fd: int) -> Iterator[None]:
+    """The folder writable for this process meanwhile (a command may have made it 0555)."""
+    mode = stat.S_IMODE(os.fstat(dir_fd).st_mode)
+    opened = mode | stat.S_IRWXU
+    if opened != mode and os.geteuid() != 0:
+        os.chmod(f"/proc/self/fd/{dir_fd}", opened)
+    try:
+        yield
+    finally:
+        if opened != mode and os.geteuid() != 0:
+            os.chmod(f"/proc/self/fd/{dir_fd}", mode)
+
+
+def _remove(dir_fd: int, name: str) -> None:
+    if stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
+        shutil.rmtree(name, dir_fd=dir_fd)
+    else:
+        os.unlink(name, dir_fd=dir_fd)
+
+
+def _defuse(dir_fd: int, name: str) -> None:
+    """Nothing executable is left under the new name (a symlink has no mode of its own)."""
+    mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+    if stat.S_ISREG(mode):
+        os.chmod(name, 0o600, dir_fd=dir_fd)
+    elif stat.S_ISDIR(mode):
+        os.chmod(name, 0o700, dir_fd=dir_fd)
+
+
+def _free_name(dir_fd: int, name: str) -> str:
+    candidate, number = name, 1
+    while True:
+        try:
+            os.stat(candidate, dir_fd=dir_fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return candidate
+        number += 1
+        candidate = f"{name}{number}"
