@@ -1,11 +1,16 @@
 """The in-process provider under a symlink race: a thread keeps swapping a folder of
 the root for a symlink to a folder outside while the tools write, edit, patch, move,
-delete and read in it. Nothing outside may ever be created, changed, removed or read."""
+delete and read in it. Nothing outside may ever be created, changed, removed or read.
+And without the kernel sandbox no command runs unless the person opted in: through
+FileTools, ``tinyagent-fs call`` and the MCP server alike."""
 
 from __future__ import annotations
 
 import ctypes
+import json
 import os
+import subprocess
+import sys
 import threading
 from pathlib import Path
 
@@ -14,6 +19,8 @@ import pytest
 from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.providers import LocalProvider
+
+from .mcp_raw_client import RawServer
 
 ROUNDS = 150
 OUTSIDE_SECRET = b"outside secret\n"
@@ -156,3 +163,102 @@ async def test_a_file_swapped_for_a_symlink_is_never_read_through(
         await fs.close()
     assert not [text for text in texts if "outside secret" in text]
     assert any("inside" in text for text in texts), "the race never let a read through at all"
+
+
+def leaking_command(root: Path, outside: Path) -> str:
+    """Copies a secret from outside the root into it, then leaves a marker."""
+    return f"cat {outside / 'secret.txt'} > {root / 'leaked.txt'}; touch {root / 'ran'}"
+
+
+def root_and_secret(tmp_path: Path) -> tuple[Path, Path]:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    root.mkdir()
+    outside.mkdir()
+    (outside / "secret.txt").write_bytes(OUTSIDE_SECRET)
+    return root, outside
+
+
+async def test_without_the_kernel_sandbox_a_command_is_refused_before_anyone_is_asked(
+    tmp_path: Path,
+) -> None:
+    root, outside = root_and_secret(tmp_path)
+    asked: list[str] = []
+
+    class Recorder(AutoApprovePolicy):
+        def before_tool_execution(self, call):  # type: ignore[no-untyped-def]
+            asked.append(call.tool)
+            return super().before_tool_execution(call)
+
+    async with FileTools(root, provider=LocalProvider(), hooks=[Recorder()], audit=False) as fs:
+        result = await fs.run_command(leaking_command(root, outside))
+    assert result.error is not None and result.error.code == "SANDBOX_UNAVAILABLE"
+    assert "allow_unconfined_commands=True" in result.text
+    assert "--allow-unconfined-commands" in result.text
+    assert asked == []
+    assert not (root / "ran").exists() and not (root / "leaked.txt").exists()
+
+
+async def test_a_person_who_opts_in_gets_unconfined_commands(tmp_path: Path) -> None:
+    root, outside = root_and_secret(tmp_path)
+    opted_in = SandboxPolicy(allow_unconfined_commands=True)
+    async with FileTools(
+        root, opted_in, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False
+    ) as fs:
+        result = await fs.run_command(leaking_command(root, outside))
+    assert result.ok, result.text
+    assert result.data["sandboxed"] is False
+    assert (root / "ran").exists()
+
+
+def cli_command(root: Path, outside: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    args = json.dumps({"command": leaking_command(root, outside)})
+    options = ["--args", args, "--provider", "local", "--policy", "auto-approve", *flags]
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tinyagent_fs",
+            "call",
+            "run_command",
+            "--root",
+            str(root),
+            *options,
+        ],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=60,
+    )
+
+
+def test_the_command_line_refuses_an_unconfined_command_unless_the_flag_is_given(
+    tmp_path: Path,
+) -> None:
+    root, outside = root_and_secret(tmp_path)
+    refused = cli_command(root, outside)
+    assert refused.returncode == 1
+    assert json.loads(refused.stdout)["error"]["code"] == "SANDBOX_UNAVAILABLE"
+    assert not (root / "ran").exists() and not (root / "leaked.txt").exists()
+    allowed = cli_command(root, outside, "--allow-unconfined-commands")
+    assert allowed.returncode == 0, allowed.stdout
+    assert (root / "ran").exists()
+
+
+@pytest.mark.parametrize("opted_in", [False, True], ids=["default", "flag"])
+def test_the_mcp_server_refuses_an_unconfined_command_unless_the_flag_is_given(
+    tmp_path: Path, opted_in: bool
+) -> None:
+    root, outside = root_and_secret(tmp_path)
+    flags = ["--allow-unconfined-commands"] if opted_in else []
+    call = {"name": "run_command", "arguments": {"command": leaking_command(root, outside)}}
+    with RawServer(
+        [root], tmp_path / "audit", "--provider", "local", "--policy", "auto-approve", *flags
+    ) as server:
+        server.initialize()
+        answer = server.request("tools/call", call)["result"]
+        assert server.close() == 0
+    assert answer["isError"] is not opted_in
+    assert (root / "ran").exists() is opted_in
+    if not opted_in:
+        assert answer["structuredContent"]["error"]["code"] == "SANDBOX_UNAVAILABLE"
+        assert not (root / "leaked.txt").exists()

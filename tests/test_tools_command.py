@@ -2,12 +2,31 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from tinyagent_fs import FileTools
+import pytest
+
+from tinyagent_fs import FileTools, SandboxPolicy
+from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy, Decision, RiskBasedPolicy
 
-from .conftest import audit_events
+from .conftest import audit_events, make_provider
+
+
+@pytest.fixture
+async def fs(project: Path, provider_name: str, audit: AuditLog) -> AsyncIterator[FileTools]:
+    """The shared toolkit, opted in to unconfined commands where there is no kernel sandbox
+    (LocalProvider refuses run_command otherwise: test_escape_local_provider.py)."""
+    tools = FileTools(
+        project,
+        SandboxPolicy(allow_unconfined_commands=provider_name == "local"),
+        provider=make_provider(provider_name, project),
+        hooks=[AutoApprovePolicy()],
+        audit=audit,
+    )
+    yield tools
+    await tools.close()
 
 
 async def test_command_output_exit_code_and_duration(fs: FileTools) -> None:

@@ -51,6 +51,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     call.add_argument("--provider", choices=PROVIDER_NAMES, default="auto")
     call.add_argument("--audit-dir", default=None, help="where the audit log lives")
+    call.add_argument(
+        "--allow-unconfined-commands",
+        action="store_true",
+        help="let run_command run when the kernel sandbox is missing (local provider): "
+        "commands then run unconfined, able to read secrets outside the folder",
+    )
     schemas = commands.add_parser("schemas", help="print the tool schemas")
     schemas.add_argument("--format", choices=FORMATS, default="openai")
     audit = commands.add_parser("audit", help="read the audit log")
@@ -76,6 +82,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     mcp.add_argument("--provider", choices=PROVIDER_NAMES, default="auto")
     mcp.add_argument("--audit-dir", default=None, help="where the audit log lives")
+    mcp.add_argument(
+        "--allow-unconfined-commands",
+        action="store_true",
+        help="let run_command run when the kernel sandbox is missing (local provider): "
+        "commands then run unconfined, able to read secrets outside the folder",
+    )
     mcp.add_argument(
         "--max-requests-per-minute",
         type=int,
@@ -104,9 +116,11 @@ def _call(parser: argparse.ArgumentParser, options: argparse.Namespace) -> int:
     try:
         policy = policy_from_name(options.policy, approver=approver)
         audit = AuditLog(options.audit_dir)
+        chosen = SandboxPolicy(allow_unconfined_commands=options.allow_unconfined_commands)
         fs = FileTools(
             options.root,
-            provider=make_provider(options.provider, options.root),
+            chosen,
+            provider=make_provider(options.provider, options.root, chosen),
             hooks=[policy],
             audit=audit,
         )
@@ -133,6 +147,7 @@ def _mcp(options: argparse.Namespace) -> int:
         options.audit_dir,
         max_requests_per_minute=options.max_requests_per_minute,
         max_bytes_per_minute=options.max_bytes_per_minute,
+        allow_unconfined_commands=options.allow_unconfined_commands,
     )
 
 

@@ -58,6 +58,9 @@ class SandboxPolicy:
     max_requests_per_round: int = 500
     max_bytes_per_round: int = 200 * 1024 * 1024
     require_kernel_sandbox: bool = False
+    allow_unconfined_commands: bool = False
+    """Let run_command run without the kernel sandbox (LocalProvider): unconfined, it can
+    read and write anything the user can, secrets outside the root included."""
     max_command_processes: int = 512
     """Processes and threads a sandbox's commands may have at once (pids cgroup or RLIMIT_NPROC)."""
     max_command_memory_bytes: int = 8 * 1024**3

@@ -42,11 +42,13 @@ def main(
     *,
     max_requests_per_minute: int = SandboxPolicy.max_requests_per_round,
     max_bytes_per_minute: int = SandboxPolicy.max_bytes_per_round,
+    allow_unconfined_commands: bool = False,
 ) -> int:
     """Serve the folders until stdin closes; 0, or USAGE_ERROR for a bad command line.
 
     Every folder is served through one provider (one sandbox worker whose
     writable roots are all of them); the per-minute budgets (0 = off) are shared.
+    Without the kernel sandbox run_command is refused unless ``allow_unconfined_commands``.
     """
     if max_requests_per_minute < 0 or max_bytes_per_minute < 0:
         return _usage("per-minute limits must be 0 (off) or more")
@@ -62,6 +64,7 @@ def main(
         max_requests_per_round=max_requests_per_minute,
         max_bytes_per_round=max_bytes_per_minute,
         extra_writable_dirs=tuple(folder.resolve() for folder in folders[1:]),
+        allow_unconfined_commands=allow_unconfined_commands,
     )
     # Everything imported so far lives until exit: freezing it keeps the collector
     # from walking it on every pass and at interpreter shutdown.

@@ -9,6 +9,7 @@ from typing import Any
 
 from ..config_file import read_up_to
 from ..errors import ErrorCode, ToolError
+from .ignore import MAX_WALK_DEPTH
 
 ONE_READ_BYTES = 1 << 30
 """Files up to this size are read in one call (Linux returns at most 2 GiB per read)."""
@@ -178,18 +179,41 @@ def too_large(path: str, size: int, limit: int) -> ToolError:
 
 def walk_all(path: str) -> dict[str, list[str]]:
     """Every entry under a directory, unfiltered: what a recursive delete, move or
-    copy would touch. Directories come parents first; symlinks are not followed."""
+    copy would touch. Directories come parents first; symlinks are not followed.
+    The walk keeps its own stack; a tree deeper than ``MAX_WALK_DEPTH`` is refused
+    whole (``PATH_TOO_DEEP``) before anything is planned, let alone changed."""
     files: list[str] = []
     dirs: list[str] = []
     links: list[str] = []
-    for current, subdirs, names in os.walk(path, followlinks=False):
+    pending = [(path, 1)]
+    while pending:
+        current, level = pending.pop()
         dirs.append(current)
-        for name in sorted(subdirs):
-            full = os.path.join(current, name)
-            if os.path.islink(full):
-                links.append(full)
-        subdirs[:] = sorted(d for d in subdirs if not os.path.islink(os.path.join(current, d)))
-        for name in sorted(names):
-            full = os.path.join(current, name)
-            (links if os.path.islink(full) else files).append(full)
+        try:
+            with os.scandir(current) as scan:
+                entries = sorted(scan, key=lambda entry: entry.name)
+        except OSError as exc:
+            if exc.errno == errno.ENAMETOOLONG:
+                raise _too_deep() from None
+            continue
+        subdirs = []
+        for entry in entries:
+            if entry.is_symlink():
+                links.append(entry.path)
+            elif entry.is_dir(follow_symlinks=False):
+                subdirs.append(entry.path)
+            else:
+                files.append(entry.path)
+        if subdirs and level >= MAX_WALK_DEPTH:
+            raise _too_deep()
+        pending.extend((subdir, level + 1) for subdir in reversed(subdirs))
     return {"files": files, "dirs": dirs, "symlinks": links}
+
+
+def _too_deep() -> ToolError:
+    return ToolError(
+        ErrorCode.PATH_TOO_DEEP,
+        f"the directory holds folders nested more than {MAX_WALK_DEPTH} levels deep (or "
+        "paths longer than the system allows); nothing was changed",
+        "ask the person to flatten or remove the deep folders",
+    )

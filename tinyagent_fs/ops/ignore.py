@@ -355,21 +355,37 @@ class IgnoreRules:
     def _chain(self, rel_dir: str) -> list[tuple[int, RuleSet]]:
         """Rule sets that apply inside ``rel_dir``, deepest first, with the prefix length
         that makes a path relative to each one's directory."""
-        chain = self._chains.get(rel_dir)
-        if chain is None:
-            parent = self._chain(rel_dir.rpartition("/")[0]) if rel_dir else []
-            own = self._load(rel_dir)
-            chain = ([(len(rel_dir) + 1 if rel_dir else 0, own)] if own else []) + parent
-            self._chains[rel_dir] = chain
-        return chain
+        missing = []
+        directory = rel_dir
+        while directory not in self._chains:  # up to the nearest known one, without recursion
+            missing.append(directory)
+            if not directory:
+                break
+            directory = directory.rpartition("/")[0]
+        for directory in reversed(missing):
+            parent = self._chains[directory.rpartition("/")[0]] if directory else []
+            own = self._load(directory)
+            chain = ([(len(directory) + 1 if directory else 0, own)] if own else []) + parent
+            self._chains[directory] = chain
+        return self._chains[rel_dir]
 
 
 def load_ignore_rules(root: str, denied_patterns: Iterable[str]) -> IgnoreRules:
     return IgnoreRules(root, denied_patterns)
 
 
+MAX_WALK_DEPTH = 128
+"""Directory levels a walk enters (its start is level 1). It keeps a descriptor open
+per level, and no tool can name a path that deep (``max_path_depth``), so a deeper
+directory is reported to the caller instead of entered."""
+
+
 def walk_files(
-    root: str, start_rel: str, rules: IgnoreRules, max_depth: int | None = None
+    root: str,
+    start_rel: str,
+    rules: IgnoreRules,
+    max_depth: int | None = None,
+    too_deep: list[str] | None = None,
 ) -> Iterator[tuple[str, os.DirEntry[str]]]:
     """Regular files below ``start_rel`` in tree order (names sorted per directory,
     children right after their parent), skipping ignored paths and every symlink.
@@ -378,7 +394,8 @@ def walk_files(
     following links, so an entry's ``stat()`` (valid while the walk is on its
     directory) resolves one name, not the whole path. Kinds come from the
     entries themselves (``d_type``), and ``.gitignore`` files are asked only in
-    directories where one applies.
+    directories where one applies. The walk keeps its own stack, so no depth can
+    exhaust Python's; directories below ``MAX_WALK_DEPTH`` go to ``too_deep``.
     """
     directory = os.path.join(root, start_rel) if start_rel else root
     try:
@@ -386,19 +403,37 @@ def walk_files(
         fd = os.open(directory, DIRECTORY_FLAGS | os.O_NOFOLLOW)
     except OSError:
         return
+    levels = max_depth or MAX_WALK_DEPTH + 1
+    stack = [(fd, iter(_kept_entries(fd, start_rel, rules, levels > 1)))]
     try:
-        yield from _walk_directory(fd, start_rel, rules, max_depth)
+        while stack:
+            parent, children = stack[-1]
+            for rel, entry, is_dir in children:
+                if not is_dir:
+                    yield rel, entry
+                    continue
+                if len(stack) >= MAX_WALK_DEPTH:
+                    if too_deep is not None:
+                        too_deep.append(rel)
+                    continue
+                child = open_subdirectory(parent, entry.name)
+                if child is not None:
+                    descend = len(stack) + 1 < levels
+                    stack.append((child, iter(_kept_entries(child, rel, rules, descend))))
+                    break
+            else:
+                os.close(stack.pop()[0])
     finally:
-        os.close(fd)
+        for opened, _ in stack:
+            os.close(opened)
 
 
-def _walk_directory(
-    fd: int, rel_dir: str, rules: IgnoreRules, max_depth: int | None
-) -> Iterator[tuple[str, os.DirEntry[str]]]:
+def _kept_entries(
+    fd: int, rel_dir: str, rules: IgnoreRules, descend: bool
+) -> Iterator[tuple[str, os.DirEntry[str], bool]]:
+    """The files (and, when ``descend``, directories) of one directory a walk keeps."""
     entries = sorted_entries(fd)
     prefix = rel_dir + "/" if rel_dir else ""
-    descend = max_depth is None or max_depth > 1
-    deeper = None if max_depth is None else max_depth - 1
     is_denied = rules.is_denied
     suspects = rules.denial_candidates([entry.name for entry in entries])
     gitignores = rules.gitignores_apply(rel_dir)
@@ -422,15 +457,7 @@ def _walk_directory(
             continue
         if gitignores and rules.is_gitignored(rel, is_dir):
             continue
-        if not is_dir:
-            yield rel, entry
-            continue
-        child = open_subdirectory(fd, name)
-        if child is not None:
-            try:
-                yield from _walk_directory(child, rel, rules, deeper)
-            finally:
-                os.close(child)
+        yield rel, entry, is_dir
 
 
 _NAME = operator.attrgetter("name")

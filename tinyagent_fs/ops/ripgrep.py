@@ -22,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import ErrorCode, ToolError
-from .ignore import GITIGNORE_NAME, IgnoreRules
+from .ignore import GITIGNORE_NAME, MAX_WALK_DEPTH, IgnoreRules
 
 OVERRUN_FACTOR = 10
 _TYPE_NAME = "tinyagentinclude"
@@ -110,6 +110,7 @@ def ripgrep_search(
         "--no-ignore-exclude",
         "--no-ignore-global",
         "--glob=!.git",
+        f"--max-depth={MAX_WALK_DEPTH}",  # as deep as the Python walk goes
         "--case-sensitive" if case_sensitive else "--ignore-case",
     ]
     if literal:

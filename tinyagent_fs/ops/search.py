@@ -18,7 +18,7 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from .glob_match import GlobMatcher, glob_problem
-from .ignore import IgnoreRules, load_ignore_rules, walk_files
+from .ignore import MAX_WALK_DEPTH, IgnoreRules, load_ignore_rules, walk_files
 from .path_blob import pack_paths
 from .ripgrep import (
     FileHits,
@@ -43,7 +43,8 @@ def glob_files(
     for what it (or the person) just worked on; the rest are in tree order.
     ``matches`` are the paths relative to ``root``, packed by ``pack_paths``:
     thousands of small strings cost more to send out of the sandbox one by one
-    than the walk that found them.
+    than the walk that found them. ``too_deep`` counts the directories the walk
+    did not enter (``MAX_WALK_DEPTH``) and names the first.
     """
     _require(limit >= 1, "limit must be at least 1")
     _require_directory(root, base)
@@ -53,10 +54,11 @@ def glob_files(
     base_rel = _relative(root, base)
     start = _narrowed_start(root, rules, base_rel, glob)
     found: list[tuple[str, float]] = []
+    too_deep: list[str] = []
     if start is not None:
         skip = len(base_rel) + 1 if base_rel else 0
         matches = matcher.fullmatch
-        for rel, entry in walk_files(root, start, rules, _glob_depth(glob)):
+        for rel, entry in walk_files(root, start, rules, _glob_depth(glob), too_deep):
             if matches(rel[skip:]):
                 try:
                     found.append((rel, entry.stat(follow_symlinks=False).st_mtime))
@@ -72,7 +74,15 @@ def glob_files(
         "matches": pack_paths([path for path, _ in ordered[:limit]]),
         "total": len(ordered),
         "omitted": max(0, len(ordered) - limit),
+        **too_deep_marker(too_deep),
     }
+
+
+def too_deep_marker(too_deep: list[str]) -> dict[str, Any]:
+    """How many directories a walk left out for depth, and the first; nothing when none."""
+    if not too_deep:
+        return {}
+    return {"too_deep": len(too_deep), "too_deep_first": too_deep[0], "max_depth": MAX_WALK_DEPTH}
 
 
 @dataclass(frozen=True)
@@ -124,9 +134,10 @@ def grep(
     rules = load_ignore_rules(root, denied_patterns)
     scope = _scope(root, base, include, rules)
     ripgrep = _choose_backend(backend)
+    too_deep: list[str] = []
     if ripgrep is None:
         regex = _python_regex(pattern, literal, case_sensitive)
-        files, truncated = _python_search(root, scope, rules, regex, context, limit)
+        files, truncated = _python_search(root, scope, rules, regex, context, limit, too_deep)
     else:
         if scope.start is None:
             files, truncated = [], False
@@ -145,7 +156,8 @@ def grep(
                 context=context,
                 limit=limit,
             )
-    return _assemble(files, limit, context, truncated, "python" if ripgrep is None else "ripgrep")
+    found = _assemble(files, limit, context, truncated, "python" if ripgrep is None else "ripgrep")
+    return {**found, **too_deep_marker(too_deep)}
 
 
 def _choose_backend(backend: str) -> str | None:
@@ -192,14 +204,21 @@ def _balanced_braces(glob: str) -> bool:
 
 
 def _python_search(
-    root: str, scope: _Scope, rules: IgnoreRules, regex: re.Pattern[str], context: int, limit: int
+    root: str,
+    scope: _Scope,
+    rules: IgnoreRules,
+    regex: re.Pattern[str],
+    context: int,
+    limit: int,
+    too_deep: list[str],
 ) -> tuple[list[FileHits], bool]:
     if scope.start is None:
         return [], False
     if scope.is_file:
         candidates: Iterable[str] = [scope.start]
     else:
-        candidates = (rel for rel, _ in walk_files(root, scope.start, rules) if scope.keeps(rel))
+        walk = walk_files(root, scope.start, rules, too_deep=too_deep)
+        candidates = (rel for rel, _ in walk if scope.keeps(rel))
     prefilter = "\\A" not in regex.pattern and "\\Z" not in regex.pattern
     files: list[FileHits] = []
     count = 0

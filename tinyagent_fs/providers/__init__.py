@@ -49,7 +49,8 @@ def default_provider(root: Path, policy: SandboxPolicy) -> Provider:
             raise
         warnings.warn(
             f"{error.message}; falling back to LocalProvider: only the path guard "
-            "confines file tools and run_command is not confined at all",
+            "confines file tools, and run_command is refused unless the policy sets "
+            "allow_unconfined_commands",
             SandboxUnavailableWarning,
             stacklevel=3,
         )

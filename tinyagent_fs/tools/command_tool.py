@@ -11,6 +11,22 @@ from .result import ToolResult
 from .spec import ToolSpec, schema, string
 
 
+def require_confinement(ctx: ToolContext) -> None:
+    """Without the kernel sandbox a command could read every secret the user can, so
+    it runs only where the person said so in the policy."""
+    if ctx.provider.kernel_enforced or ctx.policy.allow_unconfined_commands:
+        return
+    raise ToolError(
+        ErrorCode.SANDBOX_UNAVAILABLE,
+        f"run_command is refused: the {ctx.provider.name} provider has no kernel sandbox, "
+        "so a command would run unconfined, able to read and change anything outside the "
+        "project (secrets included). Nothing was run.",
+        "Use the file tools instead. A person who accepts unconfined commands can opt in "
+        "with SandboxPolicy(allow_unconfined_commands=True) or the command-line flag "
+        "--allow-unconfined-commands.",
+    )
+
+
 async def run_command(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     workdir = ctx.resolve(args["workdir"])
     info = await ctx.stat(workdir)

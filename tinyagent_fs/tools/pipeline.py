@@ -12,9 +12,10 @@ from ..audit import AuditEvent, AuditLog, summarise_arguments
 from ..changes import ChangeSet
 from ..errors import ErrorCode, ToolError
 from ..gc_pause import paused_gc
-from ..hooks.decision import Decision, ToolCall, Verdict
+from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
 from ..journal import UndoJournal
+from .command_tool import require_confinement
 from .context import ToolContext
 from .plan import Plan
 from .restore import commit_payload, recover_interrupted
@@ -96,9 +97,12 @@ class Pipeline:
         return await self._direct(record, spec, args)
 
     def _guard(self, spec: ToolSpec, args: dict[str, Any]) -> None:
-        """Refuse a bad path before any hook is asked: a person is never shown an
-        escape attempt as if it were a call to approve. Tools resolve again (the
-        guard is cheap) because they need the resolved path at the moment of use."""
+        """Refuse a bad path, or a command nothing would confine, before any hook is
+        asked: a person is never shown an escape attempt as if it were a call to
+        approve. Tools resolve again (the guard is cheap) because they need the
+        resolved path at the moment of use."""
+        if spec.risk is Risk.EXECUTE:
+            require_confinement(self.ctx)
         for key in PATH_ARGUMENTS:
             value = args.get(key)
             if isinstance(value, str):

@@ -14,6 +14,7 @@ from ..text import decode_text, detect_binary_type, split_lines
 from .context import ToolContext
 from .format import number_lines
 from .result import ToolResult
+from .search_tools import too_deep_notes
 from .spec import ToolSpec, integer, schema, string
 
 
@@ -151,7 +152,7 @@ def _numbered(window: _Window, shown: str, max_line_chars: int, tail: bool) -> T
 async def read_many_files(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     max_files = ctx.policy.max_many_files
     budget = ctx.policy.max_many_bytes
-    targets = await _expand(ctx, args["paths"], max_files + 1)
+    targets, deep = await _expand(ctx, args["paths"], max_files + 1)
     sections: list[str] = []
     files: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
@@ -172,7 +173,7 @@ async def read_many_files(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         body, _ = number_lines(lines, 1, ctx.policy.max_line_chars)
         sections.append(f"==> {shown} ({len(lines)} lines) <==\n{body}")
         files.append({"path": shown, "lines": len(lines), "bytes": len(data)})
-    notes = [f"[skipped {s['path']}: {s['reason']}]" for s in skipped]
+    notes = [f"[skipped {s['path']}: {s['reason']}]" for s in skipped] + deep
     if len(targets) > max_files:
         notes.append(f"[more than {max_files} files matched; name fewer paths or patterns]")
     if not sections and not notes:
@@ -187,8 +188,10 @@ async def read_many_files(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     )
 
 
-async def _expand(ctx: ToolContext, patterns: list[str], cap: int) -> list[Path]:
+async def _expand(ctx: ToolContext, patterns: list[str], cap: int) -> tuple[list[Path], list[str]]:
+    """The paths named or matched, and the notes of globs that left deep folders out."""
     seen: dict[Path, None] = {}
+    deep: list[str] = []
     for raw in patterns:
         if any(ch in raw for ch in "*?["):
             found = await ctx.provider.call(
@@ -199,13 +202,22 @@ async def _expand(ctx: ToolContext, patterns: list[str], cap: int) -> list[Path]
                 denied_patterns=list(ctx.policy.denied_patterns),
                 limit=cap,
             )
+            beyond = 0
             for match in unpack_paths(found["matches"]):
-                seen.setdefault(ctx.resolve(match), None)
+                try:
+                    seen.setdefault(ctx.resolve(match), None)
+                except ToolError as error:
+                    if error.code is not ErrorCode.PATH_TOO_DEEP:
+                        raise
+                    beyond += 1
+            if beyond:
+                deep.append(f"[{beyond} matched file(s) lie beyond the path limit; not read]")
+            deep += too_deep_notes(found)
         else:
             seen.setdefault(ctx.resolve(raw), None)
         if len(seen) >= cap:
             break
-    return list(seen)[:cap]
+    return list(seen)[:cap], deep
 
 
 async def file_exists(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:

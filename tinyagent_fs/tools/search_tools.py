@@ -104,6 +104,7 @@ async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         lines.append(f"[... {found['omitted']} more files not shown; narrow the pattern]")
     if not paths:
         lines = [f"no files match {args['pattern']!r} under {ctx.relative(base)}/"]
+    lines += too_deep_notes(found)
     return ToolResult.success(
         "\n".join(lines),
         {
@@ -111,8 +112,20 @@ async def glob(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             "matches": paths,
             "total": found["total"],
             "omitted": found["omitted"],
+            "too_deep": found.get("too_deep", 0),
         },
     )
+
+
+def too_deep_notes(found: dict[str, Any]) -> list[str]:
+    """The line that tells the model a walk left deep folders out, when it did."""
+    if not found.get("too_deep"):
+        return []
+    return [
+        f"[{found['too_deep']} folder(s) more than {found['max_depth']} levels deep were not "
+        f"searched, the first {found['too_deep_first']}; search inside them with a shallower "
+        "path]"
+    ]
 
 
 async def grep(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
@@ -139,6 +152,7 @@ async def grep(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
         )
     if not found["matches"]:
         lines = [f"no matches for {args['pattern']!r} under {ctx.relative(base)}"]
+    lines += too_deep_notes(found)
     return ToolResult.success(
         "\n".join(lines),
         {
@@ -147,6 +161,7 @@ async def grep(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
             "files_with_matches": found["files_with_matches"],
             "truncated": found["truncated"],
             "backend": found["backend"],
+            "too_deep": found.get("too_deep", 0),
         },
     )
 
