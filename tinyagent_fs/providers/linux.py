@@ -36,7 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
-from ..guard import PathGuard
 from ..ops.command import KILL_GRACE_S
 from ..policy import SandboxPolicy
 from ..sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
@@ -105,7 +104,6 @@ class LinuxSandboxProvider(Provider):
         self._readable = read_dirs + worker_launch.readable_paths()
         self._masked_dirs = _unique([*self._protect, *read_dirs])
         """Where secrets are masked from commands: the roots and the readable directories."""
-        self._guards: dict[str, PathGuard] = {}
         self._worker_plan: tuple[object, ...] | None = None
         self._lock = threading.Lock()
         self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
@@ -361,13 +359,12 @@ class LinuxSandboxProvider(Provider):
         return self._slot.sock is not None and process is not None and process.poll() is None
 
     def _plan_masks(self) -> MaskPlan:
-        guards = []
-        for path in self._masked_dirs:
-            if path not in self._guards and os.path.isdir(path):
-                self._guards[path] = PathGuard(path, self.policy)
-            if path in self._guards:
-                guards.append(self._guards[path])
-        return plan_masks(guards, set(self._protect), self.policy.max_mask_mounts)
+        return plan_masks(
+            [path for path in self._masked_dirs if os.path.isdir(path)],
+            self.policy.denied_patterns,
+            set(self._protect),
+            self.policy.max_mask_mounts,
+        )
 
     def _mask_for_command(self) -> None:
         """Refuse the command when its masks cannot be planned; replace a worker whose

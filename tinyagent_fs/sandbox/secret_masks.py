@@ -4,7 +4,8 @@ The file tools refuse the policy's denied patterns (``.env``, keys, ``.ssh/``)
 and the root's ``.tinyagentignore`` denials in the guard; a shell command
 never meets the guard, so ``cat .env`` or ``grep -r SECRET .`` would print
 them. The toolkit plans the masks (:func:`plan_masks`: one walk of every root
-and readable directory, by descriptor, with the guard's own decision) before
+and readable directory, by descriptor, asking the pattern engine that listings and
+searches ask, ``ops.ignore``) before
 a worker starts and again before every command; a plan that differs from the
 worker's replaces the worker. The worker mounts over every planned path
 (:func:`mask_secrets`): a file gets a read-only bind of an empty mode-000 file,
@@ -28,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ToolError
-from ..guard import PathGuard
+from ..ops.ignore import IgnoreRules, load_ignore_rules
 from . import kernel_calls as kc
 
 STAGING = "/.tinyagent-masks"
@@ -91,8 +92,10 @@ class MaskFailed(Exception):
     """A planned mask could not be mounted: commands must not run in this worker."""
 
 
-def plan_masks(guards: list[PathGuard], protected: set[str], max_mounts: int) -> MaskPlan:
-    """Walk every guard's root once (symlinks not followed, denied folders not entered).
+def plan_masks(
+    roots: list[str], denied_patterns: tuple[str, ...], protected: set[str], max_mounts: int
+) -> MaskPlan:
+    """Walk every root once (symlinks not followed, denied folders not entered).
 
     ``protected``: the writable roots, whose nested ``.git`` entries are
     protected too (the same walk finds them). The plan refuses when a
@@ -101,9 +104,9 @@ def plan_masks(guards: list[PathGuard], protected: set[str], max_mounts: int) ->
     started = time.perf_counter()
     plan = MaskPlan()
     try:
-        for guard in guards:
-            root = str(guard.root)
-            _walk(guard, plan, plan.masks.setdefault(root, []), root in protected)
+        for root in roots:
+            rules = load_ignore_rules(root, denied_patterns)
+            _walk(root, rules, plan, plan.masks.setdefault(root, []), root in protected)
     except _Unreadable as exc:
         plan.refusal = exc.refusal
     except ToolError as exc:
@@ -132,8 +135,9 @@ class _Unreadable(Exception):
         }
 
 
-def _walk(guard: PathGuard, plan: MaskPlan, masks: list[tuple[str, bool]], nested: bool) -> None:
-    root = str(guard.root)
+def _walk(
+    root: str, rules: IgnoreRules, plan: MaskPlan, masks: list[tuple[str, bool]], nested: bool
+) -> None:
     nested_git = plan.nested_git.setdefault(root, []) if nested else []
     root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -142,9 +146,10 @@ def _walk(guard: PathGuard, plan: MaskPlan, masks: list[tuple[str, bool]], neste
             relative_dir = pending.pop()
             entries = _entries(root_fd, relative_dir, root)
             plan.entries_walked += len(entries)
+            suspects = rules.denial_candidates([name for name, _ in entries])
             for name, is_dir in entries:
                 relative = f"{relative_dir}/{name}" if relative_dir else name
-                if guard.denied_pattern(relative, for_write=False, is_dir=is_dir) is not None:
+                if (suspects is None or name in suspects) and rules.is_denied(relative, is_dir):
                     masks.append((relative, is_dir))
                     continue
                 if nested and name == ".git" and relative_dir:
