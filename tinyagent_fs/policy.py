@@ -70,3 +70,6 @@ class SandboxPolicy:
     max_command_cpu_s: int = 600
     """CPU seconds per command process (RLIMIT_CPU: SIGXCPU, then SIGKILL a second later)."""
     extra_writable_dirs: tuple[Path, ...] = field(default=())
+    max_mask_mounts: int = 4096
+    """Secret masks plus nested-repository protections one worker may mount; above it,
+    and whenever one cannot be mounted, commands are refused (file tools go on)."""

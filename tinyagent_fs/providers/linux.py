@@ -41,6 +41,7 @@ from ..policy import SandboxPolicy
 from ..sandbox.code_files import CodeFiles
 from ..sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
 from ..sandbox.probe import sandbox_support
+from ..sandbox.secret_masks import MaskPlan, plan_masks
 from . import code_watch, wire, worker_launch
 from .base import Provider
 from .reply_queue import STALL_CHECK_S, ReplyQueue, WorkerStalled
@@ -78,7 +79,8 @@ class LinuxSandboxProvider(Provider):
     ``run_command`` result carries ``protected_paths_changed`` when one of
     them appeared or changed anyway, and ``protected_paths_quarantined`` for
     what was moved aside; the worker is then replaced so the next call
-    protects it.
+    protects it. Before every command the secret masks are planned again (see
+    ``sandbox.secret_masks``); a worker whose masks differ is replaced first.
     """
 
     name = "linux-sandbox"
@@ -100,10 +102,11 @@ class LinuxSandboxProvider(Provider):
         self.start_timeout_s = start_timeout_s
         writable = [self.root, *policy.extra_writable_dirs, *writable_roots]
         self._protect = _unique(str(Path(p).resolve()) for p in writable)
-        self._readable = (
-            _unique(str(Path(p).resolve()) for p in [*policy.extra_read_dirs, *read_roots])
-            + worker_launch.readable_paths()
-        )
+        read_dirs = _unique(str(Path(p).resolve()) for p in [*policy.extra_read_dirs, *read_roots])
+        self._readable = read_dirs + worker_launch.readable_paths()
+        self._masked_dirs = _unique([*self._protect, *read_dirs])
+        """Where secrets are masked from commands: the roots and the readable directories."""
+        self._worker_plan: tuple[object, ...] | None = None
         self._lock = threading.Lock()
         self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
@@ -245,8 +248,11 @@ class LinuxSandboxProvider(Provider):
             timeout = float(kwargs.get("timeout_s", 0)) + KILL_GRACE_S + COMMAND_MARGIN_S
             kwargs = {"limits": self._command_limits(), **kwargs}
         with self._lock:
-            before = self._before_command() if op == "run_command" else None
-            sock = self._ensure_worker(before)
+            before = None
+            if op == "run_command":
+                before = self._before_command()
+                self._mask_for_command(before)
+            sock = self._ensure_worker(known=before)
             if word is not None:
                 kwargs = {**kwargs, "hold": True}
                 word.going()
@@ -385,13 +391,44 @@ class LinuxSandboxProvider(Provider):
         process = self._slot.process
         return self._slot.sock is not None and process is not None and process.poll() is None
 
-    def _ensure_worker(self, known: CodeFiles | None = None) -> socket.socket:
-        """The live worker, or a new one; ``known``: the code-running files just walked."""
+    def _plan_masks(self) -> MaskPlan:
+        return plan_masks(
+            [path for path in self._masked_dirs if os.path.isdir(path)],
+            self.policy.denied_patterns,
+            set(self._protect),
+            self.policy.max_mask_mounts,
+        )
+
+    def _mask_for_command(self, known: CodeFiles) -> None:
+        """Refuse the command when its masks cannot be planned; replace a worker whose
+        masks differ from the plan (a secret or a ``.tinyagentignore`` line added
+        since it started). The caller holds the lock."""
+        plan = self._plan_masks()
+        if plan.refusal is not None:
+            refusal = plan.refusal
+            raise ToolError(
+                ErrorCode.SANDBOX_FAILURE,
+                refusal["message"],
+                refusal["hint"],
+                details=refusal["details"],
+            )
+        if self._worker_alive() and self._worker_plan == plan.key():
+            return
+        self._slot.stop()
+        self._ensure_worker(plan, known)
+
+    def _ensure_worker(
+        self, plan: MaskPlan | None = None, known: CodeFiles | None = None
+    ) -> socket.socket:
+        """The running worker, or one started now with ``plan`` (planned now if None);
+        a plan that refuses commands starts a worker for the file tools only.
+        ``known``: the code-running files just walked (walked now if None)."""
         slot = self._slot
         if self._worker_alive():
             assert slot.sock is not None
             return slot.sock
         slot.stop()
+        plan = plan if plan is not None else self._plan_masks()
         self._protected = (known or code_watch.scan(self._protect)).protectable
         if slot.tmpdir is None:
             slot.tmpdir = tempfile.mkdtemp(prefix="tinyagent-fs-tmp-")
@@ -429,7 +466,9 @@ class LinuxSandboxProvider(Provider):
                 "writable": writable,
                 "readable": self._readable,
                 "protect": self._protect,
-                "denied": list(self.policy.denied_patterns),
+                "masks": plan.masks,
+                "nested_git": plan.nested_git,
+                "refuse_commands": plan.refusal,
                 "tmpdir": slot.tmpdir,
                 "canary": canary,
                 "parent_pid": os.getpid(),
@@ -445,6 +484,11 @@ class LinuxSandboxProvider(Provider):
             error = reply.get("error") if isinstance(reply, dict) else None
             raise _tool_error(error) if error else self._worker_lost("start-up", "bad greeting")
         self.report = reply["ok"]
+        self._worker_plan = plan.key()
+        self.report["masks"].update(
+            entries_walked=plan.entries_walked,
+            seconds=round(self.report["masks"]["seconds"] + plan.seconds, 4),
+        )
         modules = self.report.get("module_files")
         if not isinstance(modules, list) or not all(isinstance(m, str) for m in modules):
             slot.stop()

@@ -10,10 +10,11 @@ socket and nothing else. The order matters and is the point of this module:
 3. enter new mount and PID namespaces and fork: the child, PID 1 there, does
    the rest; the process the provider started only waits (``sandbox.namespaces``);
 4. pivot into a fresh root holding only the system directories, the readable
-   paths and the roots (``sandbox.mount_view``); mask secrets and mount the
-   protected paths read-only, by descriptor (``sandbox.secret_masks``,
-   ``sandbox.protected_paths``): Landlock forbids mounting afterwards, which is
-   what makes those mounts stick;
+   paths and the roots (``sandbox.mount_view``); mount the protected paths
+   read-only and mask the secrets the toolkit planned, by descriptor
+   (``sandbox.protected_paths``, ``sandbox.secret_masks``): Landlock forbids
+   mounting afterwards, which is what makes those mounts stick. A mask or nested
+   protection that cannot be mounted refuses commands; file primitives go on;
 5. drop every capability (``sandbox.capabilities``), then Landlock, then seccomp;
 6. self-check: a file outside every root must be absent, a system binary
    unchangeable, capabilities empty, this process PID 1, new sockets refused and
@@ -75,7 +76,7 @@ def main(fd: int) -> None:
         wire.send_message(sock, {"error": _failure(f"the sandbox could not be set up: {exc}")})
         os._exit(1)
     wire.send_message(sock, {"ok": report})
-    _serve(sock)
+    _serve(sock, report["commands_refused"])
     os._exit(0)  # as PID 1: the kernel kills whatever is left in the namespace
 
 
@@ -90,9 +91,8 @@ def _confine(config: dict[str, Any]) -> dict[str, Any]:
     """Build the view, protect and mask inside it, drop capabilities, then Landlock + seccomp."""
     view = mount_view.build_view(config["writable"], config["readable"], config["tmpdir"])
     os.environ["TMPDIR"] = config["tmpdir"]
-    scan = secret_masks.scan_roots(config["protect"], config.get("denied", ()))
-    protection = protected_paths.protect(config["protect"], scan.nested_git)
-    masks = secret_masks.mask_secrets(scan)
+    protection = protected_paths.protect(config["protect"])
+    refusal, masks = _mask_and_protect_nested(config, protection)
     mount_view.seal_root()
     os.chdir(config["protect"][0])
     capabilities.drop_all()
@@ -117,8 +117,45 @@ def _confine(config: dict[str, Any]) -> dict[str, Any]:
         "protection": protection.to_dict(),
         "view": view.to_dict(),
         "masks": masks.to_dict(),
+        "commands_refused": refusal,
         "capabilities": capability_sets,
     }
+
+
+def _mask_and_protect_nested(
+    config: dict[str, Any], protection: protected_paths.Protection
+) -> tuple[dict[str, Any] | None, secret_masks.MaskReport]:
+    """Mount the toolkit's plan; a mount that fails refuses commands, not file tools.
+
+    The file primitives need none of these mounts: the guard refuses denied
+    paths and ``.git`` writes before a request reaches this worker.
+    """
+    refusal = config.get("refuse_commands")
+    masks = secret_masks.MaskReport()
+    if refusal is not None:
+        return refusal, masks
+    try:
+        protected_paths.protect_nested(config["nested_git"], protection)
+        masks = secret_masks.mask_secrets(
+            {
+                root: [(rel, is_dir) for rel, is_dir in found]
+                for root, found in config["masks"].items()
+            }
+        )
+    except (OSError, secret_masks.MaskFailed) as exc:
+        reason = str(exc) if isinstance(exc, secret_masks.MaskFailed) else _mount_failure(exc)
+        return {
+            "message": f"commands are refused: {reason}",
+            "hint": "Remove the secret files (.env*, keys) or nested repositories the mount "
+            "table cannot hold, then retry; file tools still work.",
+            "details": {"cause": "mask_failed"},
+        }, masks
+    return None, masks
+
+
+def _mount_failure(exc: OSError) -> str:
+    where = f" {exc.filename}" if exc.filename else ""
+    return f"a nested .git{where} could not be protected ({exc.strerror or exc})"
 
 
 def _self_check(config: dict[str, Any], status: landlock_rules.LandlockStatus) -> None:
@@ -160,13 +197,16 @@ def _expect_denied(action: str, expected: tuple[int, ...], func: Any, *args: Any
     raise SelfCheckFailed(f"the sandbox let the worker {action}")
 
 
-def _serve(sock: socket.socket) -> None:
+def _serve(sock: socket.socket, refusal: dict[str, Any] | None) -> None:
     while True:
         try:
             request = wire.recv_message(sock)
         except wire.WireError:
             return
-        response = _answer(request, sock)
+        if refusal is not None and request.get("op") == "run_command":
+            response = {"error": _tool_error(_refused(refusal))}
+        else:
+            response = _answer(request, sock)
         try:
             wire.send_message(sock, response)
         except (TypeError, ValueError) as exc:  # never end the worker over one answer
@@ -244,6 +284,15 @@ def _os_error(code: ErrorCode, exc: OSError) -> dict[str, Any]:
             else "",
             details={"errno": exc.errno},
         )
+    )
+
+
+def _refused(refusal: dict[str, Any]) -> ToolError:
+    return ToolError(
+        ErrorCode.SANDBOX_FAILURE,
+        refusal["message"],
+        refusal["hint"],
+        details=refusal["details"],
     )
 
 

@@ -112,8 +112,43 @@ def set_parent_death_signal(signum: int) -> None:
     libc_call("prctl", ctypes.c_int(PR_SET_PDEATHSIG), ctypes.c_ulong(signum), 0, 0, 0)
 
 
+OPEN_CHUNK = 3800
+"""Bytes of a relative path opened in one openat2 call: below PATH_MAX, so deeper
+paths are opened one chunk at a time, each beneath the last."""
+
+
 def open_beneath(dir_fd: int, relative: str, flags: int) -> int:
-    """openat2 with no symlinks, no magic links and nothing above ``dir_fd``; O_CLOEXEC added."""
+    """openat2 with no symlinks, no magic links and nothing above ``dir_fd``; O_CLOEXEC added.
+
+    A path longer than PATH_MAX allows is opened a chunk at a time, each chunk
+    beneath the folder the last one opened: a tree deeper than PATH_MAX is as
+    reachable to the toolkit as it is to a command that walks it step by step.
+    """
+    if len(relative) < OPEN_CHUNK:
+        return _open_beneath_once(dir_fd, relative, flags)
+    parts = relative.split("/")
+    current = dir_fd
+    try:
+        while True:
+            chunk = [parts.pop(0)]
+            while parts and len("/".join([*chunk, parts[0]])) < OPEN_CHUNK:
+                chunk.append(parts.pop(0))
+            last = not parts
+            opened = _open_beneath_once(
+                current, "/".join(chunk), flags if last else os.O_PATH | os.O_DIRECTORY
+            )
+            if current != dir_fd:
+                os.close(current)
+            current = opened
+            if last:
+                return current
+    except BaseException:
+        if current != dir_fd:
+            os.close(current)
+        raise
+
+
+def _open_beneath_once(dir_fd: int, relative: str, flags: int) -> int:
     how = _OpenHow(
         flags | os.O_CLOEXEC, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS
     )

@@ -76,12 +76,9 @@ class Protection:
         }
 
 
-def protect(roots: Iterable[str], nested_git: dict[str, list[str]] | None = None) -> Protection:
+def protect(roots: Iterable[str]) -> Protection:
     """Bind the protected paths of every root read-only, by descriptor.
 
-    ``nested_git`` maps a root to the relative paths of ``.git`` entries found
-    deeper in it (vendored repositories, submodule checkouts): each is pinned
-    and its code-running entries protected like the root's own.
     Must run in the worker's own mount namespace, before Landlock (which
     forbids mounting) and while the worker still has CAP_SYS_ADMIN there.
     """
@@ -92,11 +89,25 @@ def protect(roots: Iterable[str], nested_git: dict[str, list[str]] | None = None
             _protect_git(root_fd, root, ".git", result)
             for name in ROOT_FILES:
                 _protect_one(root_fd, root, name, result)
-            for relative in (nested_git or {}).get(root, []):
-                _protect_git(root_fd, root, relative, result)
         finally:
             os.close(root_fd)
     return result
+
+
+def protect_nested(nested_git: dict[str, list[str]], result: Protection) -> None:
+    """Pin each ``.git`` found deeper in a root (vendored repositories, submodule
+    checkouts) and protect its code-running entries like the root's own.
+
+    Kept apart from :func:`protect` because their number is the tree's: a mount
+    that fails here (OSError) refuses commands, not the file tools.
+    """
+    for root, found in nested_git.items():
+        root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for relative in found:
+                _protect_git(root_fd, root, relative, result)
+        finally:
+            os.close(root_fd)
 
 
 def _protect_git(root_fd: int, root: str, relative: str, result: Protection) -> None:

@@ -3,48 +3,73 @@
 The file tools refuse the policy's denied patterns (``.env``, keys, ``.ssh/``)
 and the root's ``.tinyagentignore`` denials in the guard; a shell command
 never meets the guard, so ``cat .env`` or ``grep -r SECRET .`` would print
-them. At start, before Landlock, the worker walks each root once and mounts
-over every match: a file gets a read-only bind of an empty mode-000 file, a
-directory an empty read-only mode-000 directory. The decision is the guard's
-own (:meth:`PathGuard.denied_pattern`), so both walls agree on what a secret is.
+them. The toolkit plans the masks (:func:`plan_masks`: one walk of every root
+and readable directory, by descriptor, asking the pattern engine that listings and
+searches ask, ``ops.ignore``) before
+a worker starts and again before every command; a plan that differs from the
+worker's replaces the worker. The worker mounts over every planned path
+(:func:`mask_secrets`): a file gets a read-only bind of an empty mode-000 file,
+a directory an empty read-only mode-000 directory.
 
-Targets are opened with openat2 beneath the root (no symlinks) and covered by
-descriptor, so a name swapped during the walk can only make a mask land on
-something else inside the root, never outside it. Not covered: a secret created
-after the worker started (until the worker is replaced), a secret reached by a
-hard link or a symlink under a name that is not denied, and secret content in
-files whose names are not denied.
+Fail closed: a walk that cannot read a directory, a plan above the policy's
+mount limit, or a mask that cannot be mounted refuses commands with a coded
+error naming the path; file tools go on, as the guard refuses denied paths.
+Not covered: a secret reached by a hard link or a symlink under a name that is
+not denied, and secret content in files whose names are not denied.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import shutil
 import time
-from collections.abc import Iterable
+from collections import Counter
 from dataclasses import dataclass, field
+from typing import Any
 
-from ..guard import PathGuard
-from ..policy import SandboxPolicy
+from ..errors import ToolError
+from ..ops.ignore import IgnoreRules, load_ignore_rules
 from . import kernel_calls as kc
 
 STAGING = "/.tinyagent-masks"
 MASK_ATTRIBUTES = kc.MOUNT_ATTR_RDONLY | kc.MOUNT_ATTR_NOSUID | kc.MOUNT_ATTR_NODEV
+MOUNTS_PER_NESTED_GIT = 7
+"""A nested ``.git`` is pinned and up to six entries bound read-only (``protected_paths``)."""
+GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
+"""A folder listed, then removed or swapped for a file or a symlink before it was
+opened: nothing is left under that name to mask."""
 
 
 @dataclass
-class TreeScan:
-    """What one walk of the roots found: denied entries, and ``.git`` entries below the top."""
+class MaskPlan:
+    """What a worker must mount: denied entries, nested ``.git`` entries, or why it cannot."""
 
-    denied: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
+    masks: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
     nested_git: dict[str, list[str]] = field(default_factory=dict)
+    refusal: dict[str, Any] | None = None
+    """Why commands are refused (``message``, ``hint``, ``details``), or None."""
     entries_walked: int = 0
     seconds: float = 0.0
+
+    def key(self) -> tuple[object, ...]:
+        """Equal for two plans that mount the same paths (or refuse the same way)."""
+        masks = tuple(sorted((root, tuple(sorted(found))) for root, found in self.masks.items()))
+        nested = tuple(
+            sorted((root, tuple(sorted(found))) for root, found in self.nested_git.items())
+        )
+        refused = None if self.refusal is None else self.refusal["message"]
+        return masks, nested, refused
+
+    def mounts(self) -> int:
+        masks = sum(len(found) for found in self.masks.values())
+        nested = sum(len(found) for found in self.nested_git.values())
+        return masks + MOUNTS_PER_NESTED_GIT * nested
 
 
 @dataclass
 class MaskReport:
-    """How many paths were covered, which could not be, and what the walk cost."""
+    """Which paths were covered, which one could not be, and what the walk cost."""
 
     masked: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
@@ -60,47 +85,130 @@ class MaskReport:
         }
 
 
-def scan_roots(roots: Iterable[str], denied_patterns: Iterable[str]) -> TreeScan:
-    """Walk every root once (symlinks not followed); a denied directory is not entered.
+class MaskFailed(Exception):
+    """A planned mask could not be mounted: commands must not run in this worker."""
 
-    The same walk finds nested ``.git`` entries, so protecting vendored
-    repositories costs nothing extra.
+
+def plan_masks(
+    roots: list[str], denied_patterns: tuple[str, ...], protected: set[str], max_mounts: int
+) -> MaskPlan:
+    """Walk every root once (symlinks not followed, denied folders not entered).
+
+    ``protected``: the writable roots, whose nested ``.git`` entries are
+    protected too (the same walk finds them). The plan refuses when a
+    directory cannot be walked or when it needs more than ``max_mounts`` mounts.
     """
     started = time.perf_counter()
-    policy = SandboxPolicy(denied_patterns=tuple(denied_patterns))
-    scan = TreeScan()
-    for root in roots:
-        guard = PathGuard(root, policy)
-        denied, nested = scan.denied.setdefault(root, []), scan.nested_git.setdefault(root, [])
+    plan = MaskPlan()
+    try:
+        for root in roots:
+            rules = load_ignore_rules(root, denied_patterns)
+            _walk(root, rules, plan, plan.masks.setdefault(root, []), root in protected)
+    except _Unreadable as exc:
+        plan.refusal = exc.refusal
+    except ToolError as exc:
+        plan.refusal = {
+            "message": f"commands are refused: {exc.message}",
+            "hint": exc.hint,
+            "details": {"cause": "ignore_file", **exc.details},
+        }
+    if plan.refusal is None and plan.mounts() > max_mounts:
+        plan.refusal = _too_many(plan, max_mounts)
+    plan.seconds = time.perf_counter() - started
+    return plan
+
+
+class _Unreadable(Exception):
+    def __init__(self, path: str, exc: OSError) -> None:
+        super().__init__(path)
+        self.refusal = {
+            "message": (
+                f"commands are refused: the folder {path} cannot be searched for secrets "
+                f"({exc.strerror or exc}), so a secret in it could not be masked"
+            ),
+            "hint": "Make the folder readable, shorten its path or remove it, then retry; "
+            "file tools still work.",
+            "details": {"cause": "scan_failed", "path": path, "errno": exc.errno},
+        }
+
+
+def _walk(
+    root: str, rules: IgnoreRules, plan: MaskPlan, masks: list[tuple[str, bool]], nested: bool
+) -> None:
+    nested_git = plan.nested_git.setdefault(root, []) if nested else []
+    root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
         pending = [""]
         while pending:
             relative_dir = pending.pop()
-            try:
-                entries = list(os.scandir(os.path.join(root, relative_dir)))
-            except OSError:
-                continue
-            scan.entries_walked += len(entries)
-            for entry in entries:
-                relative = f"{relative_dir}/{entry.name}" if relative_dir else entry.name
-                try:
-                    is_dir = entry.is_dir(follow_symlinks=False)
-                except OSError:
+            entries = _entries(root_fd, relative_dir, root)
+            plan.entries_walked += len(entries)
+            suspects = rules.denial_candidates([name for name, _ in entries])
+            for name, is_dir in entries:
+                relative = f"{relative_dir}/{name}" if relative_dir else name
+                if (suspects is None or name in suspects) and rules.is_denied(relative, is_dir):
+                    masks.append((relative, is_dir))
                     continue
-                if guard.denied_pattern(relative, for_write=False, is_dir=is_dir) is not None:
-                    denied.append((relative, is_dir))
-                    continue
-                if entry.name == ".git" and relative_dir:
-                    nested.append(relative)
+                if nested and name == ".git" and relative_dir:
+                    nested_git.append(relative)
                 if is_dir:
                     pending.append(relative)
-    scan.seconds = time.perf_counter() - started
-    return scan
+    finally:
+        os.close(root_fd)
 
 
-def mask_secrets(scan: TreeScan) -> MaskReport:
-    """Cover every denied path the scan found; runs after pivot_root, before the root is sealed."""
+def _entries(root_fd: int, relative_dir: str, root: str) -> list[tuple[str, bool]]:
+    """(name, is a directory) of each entry, read by descriptor beneath the root."""
+    try:
+        fd = kc.open_beneath(root_fd, relative_dir or ".", os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            with os.scandir(fd) as found:
+                return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in found]
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        if exc.errno in GONE:
+            return []
+        raise _Unreadable(os.path.join(root, relative_dir), exc) from None
+
+
+def _too_many(plan: MaskPlan, max_mounts: int) -> dict[str, Any]:
+    """The refusal for a plan above the limit, naming the folders that cost the most mounts."""
+    cost: Counter[str] = Counter()
+    for root, found in plan.masks.items():
+        for relative, _ in found:
+            cost[os.path.join(root, os.path.dirname(relative))] += 1
+    for root, nested in plan.nested_git.items():
+        for relative in nested:
+            parent = os.path.dirname(os.path.dirname(relative))
+            cost[os.path.join(root, parent)] += MOUNTS_PER_NESTED_GIT
+    largest = [{"folder": folder.rstrip("/"), "mounts": n} for folder, n in cost.most_common(3)]
+    named = ", ".join(f"{item['folder']} ({item['mounts']})" for item in largest)
+    return {
+        "message": (
+            f"commands are refused: masking the secrets and protecting the nested .git "
+            f"folders would take {plan.mounts()} mounts, more than the limit of {max_mounts}; "
+            f"the folders needing the most: {named}"
+        ),
+        "hint": "Remove or move out of the root the secret files (.env*, keys) or nested "
+        "repositories in those folders; file tools still work.",
+        "details": {
+            "cause": "too_many_masks",
+            "mounts": plan.mounts(),
+            "limit": max_mounts,
+            "largest": largest,
+        },
+    }
+
+
+def mask_secrets(masks: dict[str, list[tuple[str, bool]]]) -> MaskReport:
+    """Cover every planned path; runs after pivot_root, before the root is sealed.
+
+    Stops at the first mask that cannot be mounted (:class:`MaskFailed`):
+    the mount table is full or the tree changed, and commands must not run.
+    """
     started = time.perf_counter()
-    report = MaskReport(entries_walked=scan.entries_walked)
+    report = MaskReport()
     os.mkdir(STAGING, 0o700)
     empty_file = os.path.join(STAGING, "file")
     empty_dir = os.path.join(STAGING, "dir")
@@ -109,10 +217,10 @@ def mask_secrets(scan: TreeScan) -> MaskReport:
     file_fd = os.open(empty_file, os.O_PATH | os.O_CLOEXEC)
     dir_fd = os.open(empty_dir, os.O_PATH | os.O_CLOEXEC)
     try:
-        for root, denied in scan.denied.items():
+        for root, found in masks.items():
             root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
             try:
-                for relative, is_dir in denied:
+                for relative, is_dir in found:
                     _cover(root_fd, relative, dir_fd if is_dir else file_fd, root, report)
             finally:
                 os.close(root_fd)
@@ -120,7 +228,7 @@ def mask_secrets(scan: TreeScan) -> MaskReport:
         os.close(file_fd)
         os.close(dir_fd)
         shutil.rmtree(STAGING, ignore_errors=True)
-    report.seconds = scan.seconds + time.perf_counter() - started
+        report.seconds = time.perf_counter() - started
     return report
 
 
@@ -128,14 +236,14 @@ def _cover(root_fd: int, relative: str, mask_fd: int, root: str, report: MaskRep
     shown = os.path.join(root, relative)
     try:
         target = kc.open_beneath(root_fd, relative, os.O_PATH)
-    except OSError:
+        try:
+            kc.bind_by_fd(mask_fd, target, MASK_ATTRIBUTES)
+        finally:
+            os.close(target)
+    except OSError as exc:
         report.failed.append(shown)
-        return
-    try:
-        kc.bind_by_fd(mask_fd, target, MASK_ATTRIBUTES)
-    except OSError:
-        report.failed.append(shown)
-    else:
-        report.masked.append(shown)
-    finally:
-        os.close(target)
+        raise MaskFailed(
+            f"the secret {shown} could not be masked ({exc.strerror or exc}) after "
+            f"{len(report.masked)} masks"
+        ) from None
+    report.masked.append(shown)
