@@ -246,8 +246,9 @@ class McpServer:
         token = CURRENT_REQUEST.set(client)
         try:
             return await toolkit.call(name, arguments)
-        except asyncio.CancelledError:  # the pipeline records only calls that end
-            self._record(roots, name, arguments, "cancelled by the client before it ended")
+        except asyncio.CancelledError as cancelled:  # the pipeline records only calls that end
+            why = "; ".join(map(str, cancelled.args)) or "cancelled before it ended"
+            self._record(roots, name, arguments, why)
             raise
         finally:
             CURRENT_REQUEST.reset(token)

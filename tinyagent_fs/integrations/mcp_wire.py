@@ -32,6 +32,10 @@ CONNECTION_CLOSED = -32000
 REQUEST_CANCELLED = -32800
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
+CANCELLED_BY_CLIENT = "cancelled by the client before it ended"
+CANCELLED_BY_SHUTDOWN = "stopped with the server before it ended"
+"""Why a request's task was cancelled: the message its CancelledError carries."""
+
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """Longest line read: a 10 MB write_file is ~20 MB of escaped JSON; this only stops a runaway."""
 
@@ -240,7 +244,7 @@ class JsonRpcConnection:
         self._unanswered.add(ident)
         task, interruptible = running
         if not self.withdraw(ident, "the request was cancelled") and interruptible:
-            task.cancel()
+            task.cancel(CANCELLED_BY_CLIENT)
 
     # --- outbound ----------------------------------------------------------
 
@@ -305,7 +309,7 @@ class JsonRpcConnection:
         if interrupt:
             for task, interruptible in self._running.values():
                 if interruptible:
-                    task.cancel()
+                    task.cancel(CANCELLED_BY_SHUTDOWN)
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 

@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
@@ -156,6 +156,8 @@ class LinuxSandboxProvider(Provider):
             async with turn:
                 if self._open_queue(loop) is not None:
                     continue  # started while this call waited for its turn
+                if op == "run_command":
+                    return await self._command(loop, kwargs)
                 if not from_loop or not self._worker_alive() or not self._lock.acquire(False):
                     job = partial(self.call_sync, op, kwargs, word)
                     return await loop.run_in_executor(self._thread(), job)
@@ -163,6 +165,30 @@ class LinuxSandboxProvider(Provider):
                 self._queue = ReplyQueue(loop, self._slot.sock, self)
                 answer = self._queue.send(op, kwargs, timeout)
             return await answer
+
+    async def _command(self, loop: asyncio.AbstractEventLoop, kwargs: dict[str, Any]) -> Any:
+        """Run a command on the provider's thread; cancelled, it is killed before this returns.
+
+        The cancel hangs up the worker's socket: the process that started the
+        worker kills it at once, and with it every process of its namespace
+        (``sandbox.namespaces``); the thread then reaps the worker, and the next
+        call starts a fresh one. A command not sent yet is never sent.
+        """
+        hang_up = _HangUp()
+        running = loop.run_in_executor(
+            self._thread(), partial(self.call_sync, "run_command", kwargs, hang_up=hang_up)
+        )
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError as cancelled:
+            running.add_done_callback(_retrieved)
+            if not hang_up.now():
+                raise
+            await asyncio.wait((running,))
+            if running.exception() is None:
+                raise  # it ended on its own just before the cancel
+            why = "; ".join([*map(str, cancelled.args), COMMAND_KILLED])
+            raise asyncio.CancelledError(why) from None
 
     async def commit(
         self, change_id: str, changes: list[dict[str, Any]], before: Callable[[], None]
@@ -228,12 +254,20 @@ class LinuxSandboxProvider(Provider):
     def release(self) -> None:
         self._lock.release()
 
-    def call_sync(self, op: str, kwargs: dict[str, Any], word: _Word | None = None) -> Any:
+    def call_sync(
+        self,
+        op: str,
+        kwargs: dict[str, Any],
+        word: _Word | None = None,
+        *,
+        hang_up: _HangUp | None = None,
+    ) -> Any:
         """The blocking form of :meth:`call`, for callers that have no event loop.
 
         ``word``: the request holds the worker once it is ready to change files (see
         :meth:`commit`); the caller is told when the request is going out, and its
-        answer (go on, or not) is sent on before the reply is awaited.
+        answer (go on, or not) is sent on before the reply is awaited. ``hang_up``:
+        may end the worker while this call waits for it (see :meth:`_command`).
         """
         timeout = self.call_timeout_s
         if op == "run_command":
@@ -241,22 +275,35 @@ class LinuxSandboxProvider(Provider):
             kwargs = {"limits": self._command_limits(), **kwargs}
         with self._lock:
             sock = self._ensure_worker()
-            if word is not None:
-                kwargs = {**kwargs, "hold": True}
-                word.going()
-            self._send(op, kwargs, sock)
-            if word is not None:
-                try:
-                    wire.send_message(sock, {"go": word.go_on(timeout)})
-                except wire.WireError as exc:
-                    raise self._worker_lost(op, str(exc)) from None
-            deadline = time.monotonic() + timeout  # after a worker start, which has its own
-            cgroup = self._slot.cgroup if op == "run_command" else None
-            hits = cgroup.limit_hits() if cgroup else 0
-            result = self._finish(op, deadline)
-            if cgroup and cgroup.limit_hits() > hits:
-                _note_limit(result, "processes", self.policy.max_command_processes)
-            return result
+            armed = hang_up.armed(sock, self._slot.stop) if hang_up else contextlib.nullcontext()
+            with armed:
+                return self._exchange(op, kwargs, sock, timeout, word)
+
+    def _exchange(
+        self,
+        op: str,
+        kwargs: dict[str, Any],
+        sock: socket.socket,
+        timeout: float,
+        word: _Word | None,
+    ) -> Any:
+        """Send one request and take its reply; the caller holds the lock."""
+        if word is not None:
+            kwargs = {**kwargs, "hold": True}
+            word.going()
+        self._send(op, kwargs, sock)
+        if word is not None:
+            try:
+                wire.send_message(sock, {"go": word.go_on(timeout)})
+            except wire.WireError as exc:
+                raise self._worker_lost(op, str(exc)) from None
+        deadline = time.monotonic() + timeout  # after a worker start, which has its own
+        cgroup = self._slot.cgroup if op == "run_command" else None
+        hits = cgroup.limit_hits() if cgroup else 0
+        result = self._finish(op, deadline)
+        if cgroup and cgroup.limit_hits() > hits:
+            _note_limit(result, "processes", self.policy.max_command_processes)
+        return result
 
     def _send(
         self, op: str, kwargs: dict[str, Any], sock: socket.socket | None = None
@@ -464,6 +511,48 @@ def _tool_error(payload: Any) -> ToolError:
         security_violation=violation if isinstance(violation, bool) else None,
         details=details if isinstance(details, dict) else None,
     )
+
+
+COMMAND_KILLED = "the command was killed with every process it started"
+"""Added to a cancelled command's CancelledError once its sandbox is gone."""
+
+
+class _HangUp:
+    """Between a command's caller on the loop and the provider's thread: the socket the
+    command went out on, for the caller to hang up on a cancel while the thread waits."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._called_off = False
+        self._hung_up = False
+
+    @contextlib.contextmanager
+    def armed(self, sock: socket.socket, stop: Callable[[], None]) -> Iterator[None]:
+        """Let :meth:`now` shut ``sock`` down until the block ends; ``stop`` the worker
+        at the end if it did (a command that ended just before is not told apart)."""
+        with self._lock:
+            if self._called_off:
+                raise ToolError(ErrorCode.INTERNAL_ERROR, "the command was cancelled before it ran")
+            self._sock = sock
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._sock = None
+            if self._hung_up:
+                stop()
+
+    def now(self) -> bool:
+        """Shut the socket down (not close: the thread still polls it); whether one was."""
+        with self._lock:
+            self._called_off = True
+            if self._sock is None:
+                return False
+            with contextlib.suppress(OSError):
+                self._sock.shutdown(socket.SHUT_RDWR)
+            self._hung_up = True
+            return True
 
 
 class _Word:

@@ -1,0 +1,121 @@
+"""Nothing a command starts outlives its call: not the toolkit's death, nor a cancelled call.
+
+Each test starts a command that would create a marker file a few seconds later,
+ends its caller (SIGKILL or SIGTERM to the toolkit process, or a cancelled
+call), then checks at once that no process of the worker's PID namespace is
+left, and later that the marker never appeared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.policy import SandboxPolicy
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
+from tinyagent_fs.tools.facade import FileTools
+
+from .sandbox_support import (
+    is_running,
+    namespace_pids,
+    namespace_pids_of,
+    require_sandbox,
+    served_pid_of,
+)
+
+pytestmark = require_sandbox()
+REPO = Path(__file__).resolve().parent.parent
+COMMAND_S = 2
+COMMAND = f"echo started > started.txt; sleep {COMMAND_S}; touch marker"
+DEATH_S = 1.0
+"""How long the processes of a killed command may take to be gone: "at once", not after it ran."""
+
+TOOLKIT = """\
+import asyncio, sys
+from pathlib import Path
+from tinyagent_fs.policy import SandboxPolicy
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
+from tinyagent_fs.tools.facade import FileTools
+
+async def main():
+    root = Path(sys.argv[1])
+    provider = LinuxSandboxProvider(root, SandboxPolicy())
+    tools = FileTools(root, provider=provider, audit=False, journal=False)
+    await provider.call("stat_path", path=str(root))
+    print(provider.worker_pid, flush=True)
+    await tools.run_command(sys.argv[2], timeout_s=30)
+
+asyncio.run(main())
+"""
+"""A toolkit with the Linux sandbox that runs one command through FileTools."""
+
+
+async def wait_for(path: Path, timeout_s: float = 15.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        await asyncio.sleep(0.02)
+
+
+async def assert_gone_at_once(pids: list[int]) -> None:
+    deadline = time.monotonic() + DEATH_S
+    while any(is_running(pid) for pid in pids) and time.monotonic() < deadline:
+        await asyncio.sleep(0.02)
+    assert not [pid for pid in pids if is_running(pid)], "the command outlived its caller"
+
+
+async def assert_marker_never_appears(root: Path) -> None:
+    await asyncio.sleep(COMMAND_S + 2)
+    assert not (root / "marker").exists(), "the command ran to its end after its caller was gone"
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+async def test_a_command_dies_with_the_toolkit(tmp_path: Path, signum: int) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    toolkit = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        TOOLKIT,
+        str(root),
+        COMMAND,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert toolkit.stdout is not None
+    worker = int((await toolkit.stdout.readline()).decode())
+    await wait_for(root / "started.txt")
+    inside = namespace_pids_of(served_pid_of(worker))
+    assert len(inside) >= 3, "the worker, the shell and sleep should be running"
+    toolkit.send_signal(signum)
+    assert await toolkit.wait() == -signum
+    await assert_gone_at_once([worker, *inside])
+    await assert_marker_never_appears(root)
+
+
+async def test_a_cancelled_command_is_killed_before_the_cancel_returns(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    audit_dir = tmp_path / "audit"
+    provider = LinuxSandboxProvider(root, SandboxPolicy())
+    tools = FileTools(root, provider=provider, audit=AuditLog(audit_dir), journal=False)
+    try:
+        call = asyncio.ensure_future(tools.run_command(COMMAND, timeout_s=30))
+        await wait_for(root / "started.txt")
+        inside = namespace_pids(provider)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert not [pid for pid in inside if is_running(pid)], "cancel returned, command alive"
+        await assert_marker_never_appears(root)
+        after = await tools.run_command("echo next")
+        assert after.ok and "next" in after.text, after.text
+    finally:
+        await provider.close()
