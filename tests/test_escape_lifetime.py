@@ -12,16 +12,20 @@ import asyncio
 import os
 import signal
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from tinyagent_fs.tools.facade import FileTools
 
+from .lifetime_support import (
+    COMMAND,
+    assert_gone_at_once,
+    assert_marker_never_appears,
+    wait_for,
+)
 from .sandbox_support import (
     is_running,
     namespace_pids,
@@ -32,10 +36,6 @@ from .sandbox_support import (
 
 pytestmark = require_sandbox()
 REPO = Path(__file__).resolve().parent.parent
-COMMAND_S = 2
-COMMAND = f"echo started > started.txt; sleep {COMMAND_S}; touch marker"
-DEATH_S = 1.0
-"""How long the processes of a killed command may take to be gone: "at once", not after it ran."""
 
 TOOLKIT = """\
 import asyncio, sys
@@ -55,25 +55,6 @@ async def main():
 asyncio.run(main())
 """
 """A toolkit with the Linux sandbox that runs one command through FileTools."""
-
-
-async def wait_for(path: Path, timeout_s: float = 15.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not path.exists():
-        assert time.monotonic() < deadline, f"{path.name} never appeared"
-        await asyncio.sleep(0.02)
-
-
-async def assert_gone_at_once(pids: list[int]) -> None:
-    deadline = time.monotonic() + DEATH_S
-    while any(is_running(pid) for pid in pids) and time.monotonic() < deadline:
-        await asyncio.sleep(0.02)
-    assert not [pid for pid in pids if is_running(pid)], "the command outlived its caller"
-
-
-async def assert_marker_never_appears(root: Path) -> None:
-    await asyncio.sleep(COMMAND_S + 2)
-    assert not (root / "marker").exists(), "the command ran to its end after its caller was gone"
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
@@ -103,9 +84,8 @@ async def test_a_command_dies_with_the_toolkit(tmp_path: Path, signum: int) -> N
 async def test_a_cancelled_command_is_killed_before_the_cancel_returns(tmp_path: Path) -> None:
     root = tmp_path / "root"
     root.mkdir()
-    audit_dir = tmp_path / "audit"
     provider = LinuxSandboxProvider(root, SandboxPolicy())
-    tools = FileTools(root, provider=provider, audit=AuditLog(audit_dir), journal=False)
+    tools = FileTools(root, provider=provider, audit=False, journal=False)
     try:
         call = asyncio.ensure_future(tools.run_command(COMMAND, timeout_s=30))
         await wait_for(root / "started.txt")

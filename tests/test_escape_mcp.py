@@ -1,0 +1,91 @@
+"""Attacks through ``tinyagent-fs mcp`` on the wire: commands that outlive their call,
+commands that reach past the client's roots, and input that breaks the reader.
+
+Each test starts the real server with the Linux sandbox and speaks raw JSON-RPC
+lines to it (``mcp_raw_client.RawServer``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from .lifetime_support import (
+    COMMAND,
+    assert_gone_at_once,
+    assert_marker_never_appears,
+    wait_for,
+)
+from .mcp_raw_client import RawServer
+from .sandbox_support import require_sandbox
+
+pytestmark = require_sandbox()
+KILLED = "the command was killed with every process it started"
+
+
+def audited(audit_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (audit_dir / "audit.jsonl").read_text().splitlines()]
+
+
+def descendants(pid: int) -> list[int]:
+    """Every live process below ``pid``: the sandbox worker and what its commands run."""
+    parents: dict[int, int] = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                stat = Path(f"/proc/{name}/stat").read_text()
+            except OSError:
+                continue
+            parents[int(name)] = int(stat.rsplit(") ", 1)[1].split()[1])
+    found, frontier = [], [pid]
+    while frontier:
+        below = [child for child, parent in parents.items() if parent in frontier]
+        found += below
+        frontier = below
+    return found
+
+
+def start_command(server: RawServer, root: Path) -> int:
+    server.initialize()
+    call = {"name": "run_command", "arguments": {"command": COMMAND, "timeout_s": 30}}
+    return server.send_request("tools/call", call)
+
+
+async def test_a_cancelled_command_is_killed_and_audited_so(tmp_path: Path) -> None:
+    root, audit_dir = tmp_path / "root", tmp_path / "audit"
+    root.mkdir()
+    with RawServer([root], audit_dir, "--policy", "auto-approve") as server:
+        ident = start_command(server, root)
+        await wait_for(root / "started.txt")
+        command = descendants(server.process.pid)
+        assert len(command) >= 4, "the worker (two processes), the shell and sleep"
+        cancel = {"requestId": ident, "reason": "the person pressed stop"}
+        server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+        await assert_gone_at_once(command)
+        assert server.request("ping")["result"] == {}  # and no answer to the command before it
+        await assert_marker_never_appears(root)
+        assert server.close() == 0
+
+    [event] = [e for e in audited(audit_dir) if e["tool"] == "run_command"]
+    assert event["outcome"] == "error"
+    assert event["message"] == f"cancelled by the client before it ended; {KILLED}"
+
+
+async def test_sigterm_to_the_server_kills_its_command_and_audits_it(tmp_path: Path) -> None:
+    root, audit_dir = tmp_path / "root", tmp_path / "audit"
+    root.mkdir()
+    with RawServer([root], audit_dir, "--policy", "auto-approve") as server:
+        start_command(server, root)
+        await wait_for(root / "started.txt")
+        command = descendants(server.process.pid)
+        assert len(command) >= 4, "the worker (two processes), the shell and sleep"
+        server.process.send_signal(signal.SIGTERM)
+        await assert_gone_at_once(command)
+        assert server.process.wait(timeout=10) == 0
+        await assert_marker_never_appears(root)
+
+    [event] = [e for e in audited(audit_dir) if e["tool"] == "run_command"]
+    assert event["message"] == f"stopped with the server before it ended; {KILLED}"
