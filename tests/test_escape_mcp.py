@@ -89,3 +89,36 @@ async def test_sigterm_to_the_server_kills_its_command_and_audits_it(tmp_path: P
 
     [event] = [e for e in audited(audit_dir) if e["tool"] == "run_command"]
     assert event["message"] == f"stopped with the server before it ended; {KILLED}"
+
+
+def test_too_deep_nesting_is_a_parse_error_and_the_next_request_is_answered(
+    tmp_path: Path,
+) -> None:
+    root, audit_dir = tmp_path / "root", tmp_path / "audit"
+    root.mkdir()
+    ping = json.dumps({"jsonrpc": "2.0", "id": 7, "method": "ping"}).encode()
+    with RawServer([root], audit_dir) as server:
+        server.initialize()
+        for deep in (b"[" * 100_000, b'{"a":' * 100_000, b"[" * 5_000 + b"]" * 5_000):
+            server.write(deep + b"\n" + ping + b"\n")
+            refused, answered = server.receive(), server.receive()
+            assert refused["id"] is None and refused["error"]["code"] == -32700, refused
+            assert answered == {"jsonrpc": "2.0", "id": 7, "result": {}}
+        assert server.close() == 0
+
+
+def test_an_absolute_path_with_a_nul_byte_gets_the_tools_null_byte_error(tmp_path: Path) -> None:
+    root, audit_dir = tmp_path / "root", tmp_path / "audit"
+    root.mkdir()
+    (root / "inside.txt").write_text("inside\n")
+    call = {"name": "read_file", "arguments": {"path": f"{root.resolve()}\x00/etc/passwd"}}
+    with RawServer([root], audit_dir) as server:
+        server.initialize()
+        answer = server.request("tools/call", call)
+        assert server.close() == 0
+
+    assert "error" not in answer, answer
+    result = answer["result"]
+    assert result["isError"] is True
+    assert result["structuredContent"]["error"]["code"] == "NULL_BYTE", result
+    assert "root:x:0:0" not in json.dumps(answer)

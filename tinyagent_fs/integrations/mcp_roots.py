@@ -126,6 +126,12 @@ class ServedRoots:
         return "\n".join([text, *others])
 
     def _folder_of(self, raw: str) -> str:
+        if "\x00" in raw:  # no path holds one; matching it would fail in realpath
+            raise ToolError(
+                ErrorCode.NULL_BYTE,
+                f"The path {raw[:200]!r} contains a NUL byte.",
+                "Remove the NUL character (\\x00) from the path.",
+            )
         if not raw.replace("\\", "/").startswith("/"):
             return self.served[0]
         lexical = os.path.normpath(raw)

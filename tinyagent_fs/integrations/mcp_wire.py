@@ -147,7 +147,7 @@ class JsonRpcConnection:
             return
         try:
             message = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # too deeply nested
             self._send_error(None, PARSE_ERROR, "Parse error", str(exc))
             return
         if not isinstance(message, dict):
@@ -198,6 +198,9 @@ class JsonRpcConnection:
             answer = self._on_request(request)
         except JsonRpcError as error:
             self._send({"jsonrpc": "2.0", "id": request.id, "error": error.to_dict()})
+            return
+        except Exception as exc:  # a bug in a handler: answer, and lose no later line
+            self._send({"jsonrpc": "2.0", "id": request.id, "error": _internal(repr(exc))})
             return
         if isinstance(answer, Work):
             task = asyncio.ensure_future(self._finish(request.id, answer.run))
