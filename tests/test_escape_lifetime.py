@@ -99,3 +99,19 @@ async def test_a_cancelled_command_is_killed_before_the_cancel_returns(tmp_path:
         assert after.ok and "next" in after.text, after.text
     finally:
         await provider.close()
+
+
+async def test_closing_the_provider_kills_a_running_command(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    provider = LinuxSandboxProvider(root, SandboxPolicy())
+    tools = FileTools(root, provider=provider, audit=False, journal=False)
+    call = asyncio.ensure_future(tools.run_command(COMMAND, timeout_s=30))
+    await wait_for(root / "started.txt")
+    inside = namespace_pids(provider)
+    await provider.close()
+    assert not [pid for pid in inside if is_running(pid)], "close returned, command alive"
+    result = await call
+    assert not result.ok and result.error is not None
+    assert result.error.code == "SANDBOX_FAILURE", result.text
+    await assert_marker_never_appears(root)

@@ -13,6 +13,8 @@ import signal
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from .lifetime_support import (
     COMMAND,
     assert_gone_at_once,
@@ -122,3 +124,42 @@ def test_an_absolute_path_with_a_nul_byte_gets_the_tools_null_byte_error(tmp_pat
     assert result["isError"] is True
     assert result["structuredContent"]["error"]["code"] == "NULL_BYTE", result
     assert "root:x:0:0" not in json.dumps(answer)
+
+
+def answer_roots(server: RawServer, *folders: Path) -> None:
+    question = server.receive()
+    assert question["method"] == "roots/list"
+    listed = {"roots": [{"uri": folder.resolve().as_uri()} for folder in folders]}
+    server.send({"jsonrpc": "2.0", "id": question["id"], "result": listed})
+
+
+@pytest.mark.parametrize("when", ["at_start", "mid_session"])
+def test_a_command_cannot_reach_past_the_clients_narrowed_roots(tmp_path: Path, when: str) -> None:
+    """Served: A and B; the client's roots narrow that to A/sub, at once or after a command
+    ran with both. The command runs in A/sub."""
+    a, b, audit_dir = tmp_path / "A", tmp_path / "B", tmp_path / "audit"
+    (a / "sub").mkdir(parents=True)
+    b.mkdir()
+    (a / "a-secret.txt").write_text("SECRET-OF-A\n")
+    (b / "b-secret.txt").write_text("SECRET-OF-B\n")
+    attack = (
+        f"cat {a}/a-secret.txt {b}/b-secret.txt; echo x > {a}/planted; echo x > {b}/planted;"
+        " echo x > inside; echo done"
+    )
+    call = {"name": "run_command", "arguments": {"command": attack}}
+    with RawServer([a, b], audit_dir, "--policy", "auto-approve") as server:
+        server.initialize(capabilities={"roots": {}})
+        if when == "mid_session":
+            answer_roots(server, a, b)
+            wide = {"name": "run_command", "arguments": {"command": f"cat {b}/b-secret.txt"}}
+            assert "SECRET-OF-B" in json.dumps(server.request("tools/call", wide))
+            server.send({"jsonrpc": "2.0", "method": "notifications/roots/list_changed"})
+        answer_roots(server, a / "sub")
+        answer = server.request("tools/call", call)
+        assert server.close() == 0
+
+    shown = json.dumps(answer)
+    assert "done" in shown, shown
+    assert (a / "sub" / "inside").exists(), "the command ran in the narrowed root"
+    assert "SECRET-OF-A" not in shown and "SECRET-OF-B" not in shown, shown
+    assert not (a / "planted").exists() and not (b / "planted").exists()

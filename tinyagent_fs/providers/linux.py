@@ -112,6 +112,8 @@ class LinuxSandboxProvider(Provider):
         """Reads answers still arriving for a loop's queue, which holds the lock; never
         waits for the lock, so a call queued on ``_executor`` and blocked on the lock
         cannot sit in front of the read that lets the queue release it."""
+        self._commands: set[_HangUp] = set()
+        """Commands sent from an event loop and not yet answered: ``close`` ends them."""
         self._slot = WorkerSlot()
         self._finalizer = weakref.finalize(self, self._slot.release)
         self.report: dict[str, Any] = {}
@@ -178,6 +180,8 @@ class LinuxSandboxProvider(Provider):
         running = loop.run_in_executor(
             self._thread(), partial(self.call_sync, "run_command", kwargs, hang_up=hang_up)
         )
+        self._commands.add(hang_up)
+        running.add_done_callback(lambda _: self._commands.discard(hang_up))
         try:
             return await asyncio.shield(running)
         except asyncio.CancelledError as cancelled:
@@ -364,7 +368,13 @@ class LinuxSandboxProvider(Provider):
         }
 
     async def close(self) -> None:
-        """Stop the worker and drop the private TMPDIR; a later call starts afresh."""
+        """Stop the worker and drop the private TMPDIR; a later call starts afresh.
+
+        A command still running is killed with the worker (its caller gets
+        SANDBOX_FAILURE): nothing a command started outlives the provider.
+        """
+        for hang_up in list(self._commands):
+            hang_up.now()
         executor, self._executor = self._executor, None
         finisher, self._finisher = self._finisher, None
         if finisher is not None:
