@@ -543,7 +543,10 @@ class _HangUp:
         at the end if it did (a command that ended just before is not told apart)."""
         with self._lock:
             if self._called_off:
-                raise ToolError(ErrorCode.INTERNAL_ERROR, "the command was cancelled before it ran")
+                raise ToolError(
+                    ErrorCode.SANDBOX_FAILURE,
+                    "the command was not run: its call was cancelled or the provider closed",
+                )
             self._sock = sock
         try:
             yield
