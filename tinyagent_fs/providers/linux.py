@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
@@ -42,6 +42,7 @@ from ..sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
 from ..sandbox.probe import sandbox_support
 from . import wire, worker_launch
 from .base import Provider
+from .hang_up import COMMAND_KILLED, HangUp
 from .reply_queue import STALL_CHECK_S, ReplyQueue, WorkerStalled
 from .worker_slot import WorkerSlot
 
@@ -112,7 +113,7 @@ class LinuxSandboxProvider(Provider):
         """Reads answers still arriving for a loop's queue, which holds the lock; never
         waits for the lock, so a call queued on ``_executor`` and blocked on the lock
         cannot sit in front of the read that lets the queue release it."""
-        self._commands: set[_HangUp] = set()
+        self._commands: set[HangUp] = set()
         """Commands sent from an event loop and not yet answered: ``close`` ends them."""
         self._slot = WorkerSlot()
         self._finalizer = weakref.finalize(self, self._slot.release)
@@ -176,7 +177,7 @@ class LinuxSandboxProvider(Provider):
         (``sandbox.namespaces``); the thread then reaps the worker, and the next
         call starts a fresh one. A command not sent yet is never sent.
         """
-        hang_up = _HangUp()
+        hang_up = HangUp()
         running = loop.run_in_executor(
             self._thread(), partial(self.call_sync, "run_command", kwargs, hang_up=hang_up)
         )
@@ -264,7 +265,7 @@ class LinuxSandboxProvider(Provider):
         kwargs: dict[str, Any],
         word: _Word | None = None,
         *,
-        hang_up: _HangUp | None = None,
+        hang_up: HangUp | None = None,
     ) -> Any:
         """The blocking form of :meth:`call`, for callers that have no event loop.
 
@@ -521,51 +522,6 @@ def _tool_error(payload: Any) -> ToolError:
         security_violation=violation if isinstance(violation, bool) else None,
         details=details if isinstance(details, dict) else None,
     )
-
-
-COMMAND_KILLED = "the command was killed with every process it started"
-"""Added to a cancelled command's CancelledError once its sandbox is gone."""
-
-
-class _HangUp:
-    """Between a command's caller on the loop and the provider's thread: the socket the
-    command went out on, for the caller to hang up on a cancel while the thread waits."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._sock: socket.socket | None = None
-        self._called_off = False
-        self._hung_up = False
-
-    @contextlib.contextmanager
-    def armed(self, sock: socket.socket, stop: Callable[[], None]) -> Iterator[None]:
-        """Let :meth:`now` shut ``sock`` down until the block ends; ``stop`` the worker
-        at the end if it did (a command that ended just before is not told apart)."""
-        with self._lock:
-            if self._called_off:
-                raise ToolError(
-                    ErrorCode.SANDBOX_FAILURE,
-                    "the command was not run: its call was cancelled or the provider closed",
-                )
-            self._sock = sock
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._sock = None
-            if self._hung_up:
-                stop()
-
-    def now(self) -> bool:
-        """Shut the socket down (not close: the thread still polls it); whether one was."""
-        with self._lock:
-            self._called_off = True
-            if self._sock is None:
-                return False
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_RDWR)
-            self._hung_up = True
-            return True
 
 
 class _Word:
