@@ -432,7 +432,7 @@ bare.__path__ = [sys.argv[1]]
 sys.modules["tinyagent_fs"] = bare
 from tinyagent_fs.sandbox import capabilities, mount_view, namespaces
 scratch, root = tempfile.mkdtemp(dir=sys.argv[2]), tempfile.mkdtemp(dir=sys.argv[2])
-namespaces.enter_namespaces(keep_fds=())
+namespaces.enter_namespaces()
 mount_view.build_view([root], [os.path.dirname(sys.argv[1])], scratch)
 mount_view.seal_root()
 capabilities.drop_all()

@@ -248,13 +248,18 @@ def test_a_cancelled_command_is_never_answered_is_audited_and_the_next_calls_are
         cancel = {"requestId": command, "reason": "the person pressed stop"}
         server.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
         assert server.request("ping")["result"] == {}
-        read = server.request("tools/call", READ)  # after the command, which goes on in the sandbox
+        read = server.request("tools/call", READ)  # in a new worker: the command's was killed
         assert server.close() == 0
 
     assert read["result"]["isError"] is False
     logged = [(e["tool"], e["outcome"], e["message"]) for e in audited(isolated_audit_dir)]
     assert logged == [
-        ("run_command", "error", "cancelled by the client before it ended"),
+        (
+            "run_command",
+            "error",
+            "cancelled by the client before it ended; "
+            "the command was killed with every process it started",
+        ),
         ("read_file", "ok", logged[1][2]),
     ]
 

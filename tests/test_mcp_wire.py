@@ -101,3 +101,21 @@ async def test_questions_still_open_fail_when_the_connection_shuts_down() -> Non
     with pytest.raises(JsonRpcError) as closed:
         await question
     assert closed.value.code == CONNECTION_CLOSED
+
+
+def test_a_handler_that_fails_gets_an_internal_error_and_the_next_line_is_served() -> None:
+    wire = Wire()
+
+    def answer(request: Request) -> dict[str, Any]:
+        if request.id == 1:
+            raise KeyError("a bug")
+        return {"echo": request.params}
+
+    wire.connection = JsonRpcConnection(
+        lambda data: wire.sent.append(json.loads(data)), answer, lambda method, params: None
+    )
+    wire.connection.feed(wire.line(ping(1)) + wire.line(ping(2, after=True)))
+
+    failed, served = wire.sent
+    assert (failed["id"], failed["error"]["code"]) == (1, -32603)
+    assert served == {"jsonrpc": "2.0", "id": 2, "result": {"echo": {"after": True}}}

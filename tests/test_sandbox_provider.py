@@ -152,10 +152,16 @@ async def test_worker_holds_only_its_socket_and_a_minimal_environment(sandbox: S
     await sandbox.provider.call("stat_path", path=str(sandbox.root))
     pid = served_pid(sandbox.provider)
     outer = sandbox.provider.worker_pid
-    assert sorted(int(fd) for fd in os.listdir(f"/proc/{outer}/fd")) == [0, 1, 2]
     fds = sorted(int(fd) for fd in os.listdir(f"/proc/{pid}/fd"))
     assert len(fds) == 4 and fds[:3] == [0, 1, 2], fds
-    assert os.readlink(f"/proc/{pid}/fd/{fds[3]}").startswith("socket:")
+    socket = os.readlink(f"/proc/{pid}/fd/{fds[3]}")
+    assert socket.startswith("socket:")
+    watched = sorted(
+        os.readlink(f"/proc/{outer}/fd/{fd}") for fd in os.listdir(f"/proc/{outer}/fd")
+    )
+    assert watched == sorted(  # the outer process watches the socket and its child, no more
+        [os.readlink(f"/proc/{pid}/fd/{fd}") for fd in (0, 1, 2)] + [socket, "anon_inode:[pidfd]"]
+    )
     assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
     environ = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     names = sorted(item.split(b"=")[0].decode() for item in environ if item)

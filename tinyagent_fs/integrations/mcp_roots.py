@@ -11,6 +11,11 @@ read state; one audit log, budget and provider for all), so the path guard of
 exactly one folder checks every call: relative paths belong to the first
 folder, absolute ones to the folder that holds them, and a call whose paths
 lie in different folders, or outside all of them, is refused.
+
+The provider's roots are exactly the served folders: when the set changes, the
+next call gets a new provider (a new sandbox worker) made for the new set, so a
+command sees no more than the file tools may touch; the old one is handed back
+to be closed.
 """
 
 from __future__ import annotations
@@ -22,10 +27,14 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 from ..errors import ErrorCode, ToolError
+from ..providers.base import Provider
 from ..tools.facade import FileTools
 from ..tools.pipeline import PATH_ARGUMENTS
 
-ToolkitFactory = Callable[[Path], FileTools]
+ProviderFactory = Callable[[Sequence[str]], Provider]
+"""A provider whose roots are exactly these folders (the first is its root)."""
+ToolkitFactory = Callable[[Path, Provider, Sequence[str]], FileTools]
+"""A toolkit for one folder, on the provider made for all the served folders."""
 
 
 def is_within(path: str, folder: str) -> bool:
@@ -71,30 +80,41 @@ def path_arguments(args: dict[str, Any]) -> list[str]:
 class ServedRoots:
     """The ``--root`` folders, what the client narrowed them to, and a toolkit for each."""
 
-    def __init__(self, configured: Sequence[Path], make_toolkit: ToolkitFactory) -> None:
+    def __init__(
+        self,
+        configured: Sequence[Path],
+        make_provider: ProviderFactory,
+        make_toolkit: ToolkitFactory,
+    ) -> None:
+        self._make_provider = make_provider
         self._make_toolkit = make_toolkit
-        self._toolkits: dict[str, FileTools] = {}
         self._spellings: dict[str, str] = {}
         """Each ``--root`` as given (made absolute) -> its real path, for paths spelt so."""
         for given in configured:
-            real = os.path.realpath(given)
-            if real not in self._toolkits:
-                self._toolkits[real] = make_toolkit(Path(given))
-            self._spellings[os.path.normpath(os.path.abspath(given))] = real
-        self.configured: tuple[str, ...] = tuple(self._toolkits)
+            self._spellings[os.path.normpath(os.path.abspath(given))] = os.path.realpath(given)
+        self.configured: tuple[str, ...] = tuple(dict.fromkeys(self._spellings.values()))
         self.served: tuple[str, ...] = self.configured
+        self.provider = make_provider(self.served)
+        self._toolkits: dict[str, FileTools] = {}
+        for folder in self.configured:
+            self._toolkit(folder)
 
-    @property
-    def toolkits(self) -> list[FileTools]:
-        return list(self._toolkits.values())
+    def narrow_to(self, client_uris: Sequence[Any]) -> Provider | None:
+        """Serve what the client's roots allow; an empty list keeps the ``--root`` folders.
 
-    def narrow_to(self, client_uris: Sequence[Any]) -> None:
-        """Serve what the client's roots allow; an empty list keeps the ``--root`` folders."""
+        Returns the provider that served the old set when the set changed: the
+        caller closes it (a command still running on it ends with it).
+        """
         if not client_uris:
-            self.served = self.configured
-            return
-        folders = [d for uri in client_uris if (d := directory_of_uri(uri)) is not None]
-        self.served = tuple(narrowed(self.configured, folders))
+            served = self.configured
+        else:
+            folders = [d for uri in client_uris if (d := directory_of_uri(uri)) is not None]
+            served = tuple(narrowed(self.configured, folders))
+        if served == self.served:
+            return None
+        old, self.served, self._toolkits = self.provider, served, {}
+        self.provider = self._make_provider(served or self.configured)
+        return old
 
     def toolkit_for(self, tool: str, args: dict[str, Any]) -> FileTools:
         """The toolkit of the one served folder this call works in; a ToolError says why not."""
@@ -126,6 +146,12 @@ class ServedRoots:
         return "\n".join([text, *others])
 
     def _folder_of(self, raw: str) -> str:
+        if "\x00" in raw:  # no path holds one; matching it would fail in realpath
+            raise ToolError(
+                ErrorCode.NULL_BYTE,
+                f"The path {raw[:200]!r} contains a NUL byte.",
+                "Remove the NUL character (\\x00) from the path.",
+            )
         if not raw.replace("\\", "/").startswith("/"):
             return self.served[0]
         lexical = os.path.normpath(raw)
@@ -168,5 +194,6 @@ class ServedRoots:
     def _toolkit(self, folder: str) -> FileTools:
         toolkit = self._toolkits.get(folder)
         if toolkit is None:
-            toolkit = self._toolkits[folder] = self._make_toolkit(Path(folder))
+            toolkit = self._make_toolkit(Path(folder), self.provider, self.served)
+            self._toolkits[folder] = toolkit
         return toolkit

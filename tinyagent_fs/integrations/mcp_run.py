@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import gc
 import os
 import signal
@@ -46,9 +47,10 @@ def main(
 ) -> int:
     """Serve the folders until stdin closes; 0, or USAGE_ERROR for a bad command line.
 
-    Every folder is served through one provider (one sandbox worker whose
-    writable roots are all of them); the per-minute budgets (0 = off) are shared.
-    Without the kernel sandbox run_command is refused unless ``allow_unconfined_commands``.
+    The served folders share one provider (one sandbox worker whose writable
+    roots are exactly them, see ``mcp_roots``); the per-minute budgets (0 = off)
+    are shared. Without the kernel sandbox run_command is refused unless
+    ``allow_unconfined_commands``.
     """
     if max_requests_per_minute < 0 or max_bytes_per_minute < 0:
         return _usage("per-minute limits must be 0 (off) or more")
@@ -63,7 +65,6 @@ def main(
     limits = SandboxPolicy(
         max_requests_per_round=max_requests_per_minute,
         max_bytes_per_round=max_bytes_per_minute,
-        extra_writable_dirs=tuple(folder.resolve() for folder in folders[1:]),
         allow_unconfined_commands=allow_unconfined_commands,
     )
     # Everything imported so far lives until exit: freezing it keeps the collector
@@ -100,7 +101,7 @@ async def _serve(
     finally:
         if built.done() and not built.exception():
             with contextlib.suppress(Exception):
-                await built.result()[1].close()
+                await built.result().provider.close()
     if failure:
         return _usage(str(failure[0]))
     return 0
@@ -113,17 +114,21 @@ def _build(
     hook: Any,
     audit: AuditLog,
     limiter: ResourceLimiter,
-) -> tuple[ServedRoots, Provider]:
-    shared = make_provider(provider, folders[0], limits)
+) -> ServedRoots:
+    def policy(served: Sequence[str]) -> SandboxPolicy:
+        return dataclasses.replace(limits, extra_writable_dirs=tuple(map(Path, served[1:])))
 
-    def toolkit(folder: Path) -> FileTools:
-        return FileTools(folder, limits, shared, [hook], audit, limiter=limiter)
+    def shared(served: Sequence[str]) -> Provider:
+        return make_provider(provider, Path(served[0]), policy(served))
 
-    return ServedRoots(folders, toolkit), shared
+    def toolkit(folder: Path, shared: Provider, served: Sequence[str]) -> FileTools:
+        return FileTools(folder, policy(served), shared, [hook], audit, limiter=limiter)
+
+    return ServedRoots(folders, shared, toolkit)
 
 
-async def _roots_of(built: asyncio.Future[tuple[ServedRoots, Provider]]) -> ServedRoots:
-    return (await built)[0]
+async def _roots_of(built: asyncio.Future[ServedRoots]) -> ServedRoots:
+    return await built
 
 
 async def serve_stdio(server: McpServer, stop: asyncio.Event) -> None:

@@ -110,6 +110,8 @@ class McpServer:
         self._roots_update: asyncio.Future[None] | None = None
         self._modern_roots_known = False
         self._round_started = time.monotonic()
+        self._closing: set[asyncio.Future[None]] = set()
+        """Providers of a served set the client's roots replaced, being closed."""
 
     # --- dispatch ----------------------------------------------------------
 
@@ -246,8 +248,9 @@ class McpServer:
         token = CURRENT_REQUEST.set(client)
         try:
             return await toolkit.call(name, arguments)
-        except asyncio.CancelledError:  # the pipeline records only calls that end
-            self._record(roots, name, arguments, "cancelled by the client before it ended")
+        except asyncio.CancelledError as cancelled:  # the pipeline records only calls that end
+            why = "; ".join(map(str, cancelled.args)) or "cancelled before it ended"
+            self._record(roots, name, arguments, why)
             raise
         finally:
             CURRENT_REQUEST.reset(token)
@@ -284,7 +287,7 @@ class McpServer:
                 error_code=error.code.value if error else None,
                 security_violation=error.security_violation if error else False,
                 message=message[:200],
-                provider=roots.toolkits[0].provider.name,
+                provider=roots.provider.name,
             )
         )
 
@@ -320,4 +323,8 @@ class McpServer:
         if not isinstance(listed, list):
             print("tinyagent-fs mcp: the client's roots answer has no list", file=sys.stderr)
             return
-        roots.narrow_to([r.get("uri") for r in listed if isinstance(r, dict)])
+        old = roots.narrow_to([r.get("uri") for r in listed if isinstance(r, dict)])
+        if old is not None:  # its worker's view is wider than what is served now
+            closing = asyncio.ensure_future(old.close())
+            self._closing.add(closing)
+            closing.add_done_callback(self._closing.discard)

@@ -32,6 +32,10 @@ CONNECTION_CLOSED = -32000
 REQUEST_CANCELLED = -32800
 UNSUPPORTED_PROTOCOL_VERSION = -32022
 
+CANCELLED_BY_CLIENT = "cancelled by the client before it ended"
+CANCELLED_BY_SHUTDOWN = "stopped with the server before it ended"
+"""Why a request's task was cancelled: the message its CancelledError carries."""
+
 MAX_MESSAGE_BYTES = 256 * 1024 * 1024
 """Longest line read: a 10 MB write_file is ~20 MB of escaped JSON; this only stops a runaway."""
 
@@ -143,7 +147,7 @@ class JsonRpcConnection:
             return
         try:
             message = json.loads(line)
-        except (ValueError, UnicodeDecodeError) as exc:
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:  # too deeply nested
             self._send_error(None, PARSE_ERROR, "Parse error", str(exc))
             return
         if not isinstance(message, dict):
@@ -195,6 +199,9 @@ class JsonRpcConnection:
         except JsonRpcError as error:
             self._send({"jsonrpc": "2.0", "id": request.id, "error": error.to_dict()})
             return
+        except Exception as exc:  # a bug in a handler: answer, and lose no later line
+            self._send({"jsonrpc": "2.0", "id": request.id, "error": _internal(repr(exc))})
+            return
         if isinstance(answer, Work):
             task = asyncio.ensure_future(self._finish(request.id, answer.run))
             self._running[request.id] = (task, answer.interruptible)
@@ -240,7 +247,7 @@ class JsonRpcConnection:
         self._unanswered.add(ident)
         task, interruptible = running
         if not self.withdraw(ident, "the request was cancelled") and interruptible:
-            task.cancel()
+            task.cancel(CANCELLED_BY_CLIENT)
 
     # --- outbound ----------------------------------------------------------
 
@@ -305,7 +312,7 @@ class JsonRpcConnection:
         if interrupt:
             for task, interruptible in self._running.values():
                 if interruptible:
-                    task.cancel()
+                    task.cancel(CANCELLED_BY_SHUTDOWN)
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 

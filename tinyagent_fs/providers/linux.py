@@ -44,6 +44,7 @@ from ..sandbox.probe import sandbox_support
 from ..sandbox.secret_masks import MaskPlan, plan_masks
 from . import code_watch, wire, worker_launch
 from .base import Provider
+from .hang_up import COMMAND_KILLED, HangUp
 from .reply_queue import STALL_CHECK_S, ReplyQueue, WorkerStalled
 from .worker_slot import WorkerSlot
 
@@ -118,6 +119,8 @@ class LinuxSandboxProvider(Provider):
         """Reads answers still arriving for a loop's queue, which holds the lock; never
         waits for the lock, so a call queued on ``_executor`` and blocked on the lock
         cannot sit in front of the read that lets the queue release it."""
+        self._commands: set[HangUp] = set()
+        """Commands sent from an event loop and not yet answered: ``close`` ends them."""
         self._slot = WorkerSlot()
         self._finalizer = weakref.finalize(self, self._slot.release)
         self._protected: dict[tuple[str, str], tuple[int, int]] = {}
@@ -164,6 +167,8 @@ class LinuxSandboxProvider(Provider):
             async with turn:
                 if self._open_queue(loop) is not None:
                     continue  # started while this call waited for its turn
+                if op == "run_command":
+                    return await self._command(loop, kwargs)
                 if not from_loop or not self._worker_alive() or not self._lock.acquire(False):
                     job = partial(self.call_sync, op, kwargs, word)
                     return await loop.run_in_executor(self._thread(), job)
@@ -171,6 +176,32 @@ class LinuxSandboxProvider(Provider):
                 self._queue = ReplyQueue(loop, self._slot.sock, self)
                 answer = self._queue.send(op, kwargs, timeout)
             return await answer
+
+    async def _command(self, loop: asyncio.AbstractEventLoop, kwargs: dict[str, Any]) -> Any:
+        """Run a command on the provider's thread; cancelled, it is killed before this returns.
+
+        The cancel hangs up the worker's socket: the process that started the
+        worker kills it at once, and with it every process of its namespace
+        (``sandbox.namespaces``); the thread then reaps the worker, and the next
+        call starts a fresh one. A command not sent yet is never sent.
+        """
+        hang_up = HangUp()
+        running = loop.run_in_executor(
+            self._thread(), partial(self.call_sync, "run_command", kwargs, hang_up=hang_up)
+        )
+        self._commands.add(hang_up)
+        running.add_done_callback(lambda _: self._commands.discard(hang_up))
+        try:
+            return await asyncio.shield(running)
+        except asyncio.CancelledError as cancelled:
+            running.add_done_callback(_retrieved)
+            if not hang_up.now():
+                raise
+            await asyncio.wait((running,))
+            if running.exception() is None:
+                raise  # it ended on its own just before the cancel
+            why = "; ".join([*map(str, cancelled.args), COMMAND_KILLED])
+            raise asyncio.CancelledError(why) from None
 
     async def commit(
         self, change_id: str, changes: list[dict[str, Any]], before: Callable[[], None]
@@ -236,12 +267,20 @@ class LinuxSandboxProvider(Provider):
     def release(self) -> None:
         self._lock.release()
 
-    def call_sync(self, op: str, kwargs: dict[str, Any], word: _Word | None = None) -> Any:
+    def call_sync(
+        self,
+        op: str,
+        kwargs: dict[str, Any],
+        word: _Word | None = None,
+        *,
+        hang_up: HangUp | None = None,
+    ) -> Any:
         """The blocking form of :meth:`call`, for callers that have no event loop.
 
         ``word``: the request holds the worker once it is ready to change files (see
         :meth:`commit`); the caller is told when the request is going out, and its
-        answer (go on, or not) is sent on before the reply is awaited.
+        answer (go on, or not) is sent on before the reply is awaited. ``hang_up``:
+        may end the worker while this call waits for it (see :meth:`_command`).
         """
         timeout = self.call_timeout_s
         if op == "run_command":
@@ -253,25 +292,40 @@ class LinuxSandboxProvider(Provider):
                 before = self._before_command()
                 self._mask_for_command(before)
             sock = self._ensure_worker(known=before)
-            if word is not None:
-                kwargs = {**kwargs, "hold": True}
-                word.going()
-            self._send(op, kwargs, sock)
-            if word is not None:
-                try:
-                    wire.send_message(sock, {"go": word.go_on(timeout)})
-                except wire.WireError as exc:
-                    raise self._worker_lost(op, str(exc)) from None
-            deadline = time.monotonic() + timeout  # after a worker start, which has its own
-            cgroup = self._slot.cgroup if op == "run_command" else None
-            hits = cgroup.limit_hits() if cgroup else 0
-            if before is None:
-                result = self._finish(op, deadline)
-            else:
-                result = self._finish_command(deadline, before)
-            if cgroup and cgroup.limit_hits() > hits:
-                _note_limit(result, "processes", self.policy.max_command_processes)
-            return result
+            armed = hang_up.armed(sock, self._slot.stop) if hang_up else contextlib.nullcontext()
+            with armed:
+                return self._exchange(op, kwargs, sock, timeout, word, before)
+
+    def _exchange(
+        self,
+        op: str,
+        kwargs: dict[str, Any],
+        sock: socket.socket,
+        timeout: float,
+        word: _Word | None,
+        before: CodeFiles | None,
+    ) -> Any:
+        """Send one request and take its reply; the caller holds the lock. ``before``:
+        the code-running files walked before a command, checked again after it."""
+        if word is not None:
+            kwargs = {**kwargs, "hold": True}
+            word.going()
+        self._send(op, kwargs, sock)
+        if word is not None:
+            try:
+                wire.send_message(sock, {"go": word.go_on(timeout)})
+            except wire.WireError as exc:
+                raise self._worker_lost(op, str(exc)) from None
+        deadline = time.monotonic() + timeout  # after a worker start, which has its own
+        cgroup = self._slot.cgroup if op == "run_command" else None
+        hits = cgroup.limit_hits() if cgroup else 0
+        if before is None:
+            result = self._finish(op, deadline)
+        else:
+            result = self._finish_command(deadline, before)
+        if cgroup and cgroup.limit_hits() > hits:
+            _note_limit(result, "processes", self.policy.max_command_processes)
+        return result
 
     def _before_command(self) -> CodeFiles:
         """The code-running files now; a worker whose protections are not on these very
@@ -356,7 +410,13 @@ class LinuxSandboxProvider(Provider):
         }
 
     async def close(self) -> None:
-        """Stop the worker and drop the private TMPDIR; a later call starts afresh."""
+        """Stop the worker and drop the private TMPDIR; a later call starts afresh.
+
+        A command still running is killed with the worker (its caller gets
+        SANDBOX_FAILURE): nothing a command started outlives the provider.
+        """
+        for hang_up in list(self._commands):
+            hang_up.now()
         executor, self._executor = self._executor, None
         finisher, self._finisher = self._finisher, None
         if finisher is not None:

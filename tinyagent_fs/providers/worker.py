@@ -84,7 +84,7 @@ def _enter_namespaces(sock: socket.socket) -> None:
     """Become PID 1 of a new PID and mount namespace; the process outside only waits."""
     if threading.active_count() != 1 or len(os.listdir("/proc/self/task")) != 1:
         raise SelfCheckFailed("another thread is running; it would escape the sandbox")
-    namespaces.enter_namespaces(keep_fds=(sock.fileno(),))
+    namespaces.enter_namespaces(hangup_fd=sock.fileno())
 
 
 def _confine(config: dict[str, Any]) -> dict[str, Any]:

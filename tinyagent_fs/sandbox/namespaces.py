@@ -6,7 +6,10 @@ kernel kills every process of the namespace, including whatever a command
 started with ``setsid``. The process that called :func:`enter_namespaces`
 stays outside, only waits for the child and exits with its status; the child
 dies with it (PR_SET_PDEATHSIG), so killing the worker the toolkit started
-ends the whole sandbox.
+ends the whole sandbox. That process also watches the toolkit's socket: when
+the toolkit's end closes (the toolkit exited, was killed, or hung up to cancel
+a command) it kills the child at once, and with it every process of the
+namespace, instead of letting a running command finish unwatched.
 
 A user namespace is added only when the caller is not root: root keeps its own
 identity (files of other owners would otherwise appear unmapped).
@@ -17,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -28,12 +32,12 @@ REAP_WAIT_S = 1.0
 REAP_POLL_S = 0.001
 
 
-def enter_namespaces(keep_fds: tuple[int, ...]) -> None:
+def enter_namespaces(hangup_fd: int | None = None) -> None:
     """Unshare, fork, and return only in the child, which is PID 1 of a new PID namespace.
 
-    The parent closes ``keep_fds`` (the child's to use), waits, and exits with
-    the child's status; it never returns. Raises OSError when the kernel
-    refuses the namespaces.
+    The parent waits and exits with the child's status; it never returns. When
+    the peer of the socket ``hangup_fd`` hangs up, it kills the child first.
+    Raises OSError when the kernel refuses the namespaces.
     """
     uid, gid = os.geteuid(), os.getegid()
     flags = kc.CLONE_NEWNS | kc.CLONE_NEWPID
@@ -46,15 +50,33 @@ def enter_namespaces(keep_fds: tuple[int, ...]) -> None:
         _write("/proc/self/gid_map", f"{gid} {gid} 1")
     child = os.fork()
     if child:
-        for fd in keep_fds:
-            os.close(fd)
+        _watch(child, hangup_fd)
         _wait_and_exit(child)
     kc.set_parent_death_signal(signal.SIGKILL)
 
 
+def _watch(child: int, hangup_fd: int | None) -> None:
+    """Return when the child has exited; SIGKILL it first if ``hangup_fd``'s peer hangs up.
+
+    Only a hang-up wakes this process, never a request: it does not read the socket.
+    """
+    signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
+    exited = os.pidfd_open(child)
+    poller = select.poll()
+    poller.register(exited, select.POLLIN)
+    if hangup_fd is not None:
+        poller.register(hangup_fd, select.POLLRDHUP)
+    while True:
+        events = dict(poller.poll())
+        if exited in events:
+            return
+        if hangup_fd in events:
+            os.kill(child, signal.SIGKILL)
+            poller.unregister(hangup_fd)
+
+
 def _wait_and_exit(child: int) -> None:
     """Wait for the child and end the same way: its exit status, or killed by its signal."""
-    signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
     while True:
         try:
             _, status = os.waitpid(child, 0)

@@ -1,0 +1,117 @@
+"""Nothing a command starts outlives its call: not the toolkit's death, nor a cancelled call.
+
+Each test starts a command that would create a marker file a few seconds later,
+ends its caller (SIGKILL or SIGTERM to the toolkit process, or a cancelled
+call), then checks at once that no process of the worker's PID namespace is
+left, and later that the marker never appeared.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+
+import pytest
+
+from tinyagent_fs.policy import SandboxPolicy
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
+from tinyagent_fs.tools.facade import FileTools
+
+from .lifetime_support import (
+    COMMAND,
+    assert_gone_at_once,
+    assert_marker_never_appears,
+    wait_for,
+)
+from .sandbox_support import (
+    is_running,
+    namespace_pids,
+    namespace_pids_of,
+    require_sandbox,
+    served_pid_of,
+)
+
+pytestmark = require_sandbox()
+REPO = Path(__file__).resolve().parent.parent
+
+TOOLKIT = """\
+import asyncio, sys
+from pathlib import Path
+from tinyagent_fs.policy import SandboxPolicy
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
+from tinyagent_fs.tools.facade import FileTools
+
+async def main():
+    root = Path(sys.argv[1])
+    provider = LinuxSandboxProvider(root, SandboxPolicy())
+    tools = FileTools(root, provider=provider, audit=False, journal=False)
+    await provider.call("stat_path", path=str(root))
+    print(provider.worker_pid, flush=True)
+    await tools.run_command(sys.argv[2], timeout_s=30)
+
+asyncio.run(main())
+"""
+"""A toolkit with the Linux sandbox that runs one command through FileTools."""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+async def test_a_command_dies_with_the_toolkit(tmp_path: Path, signum: int) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    toolkit = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        TOOLKIT,
+        str(root),
+        COMMAND,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert toolkit.stdout is not None
+    worker = int((await toolkit.stdout.readline()).decode())
+    await wait_for(root / "started.txt")
+    inside = namespace_pids_of(served_pid_of(worker))
+    assert len(inside) >= 3, "the worker, the shell and sleep should be running"
+    toolkit.send_signal(signum)
+    assert await toolkit.wait() == -signum
+    await assert_gone_at_once([worker, *inside])
+    await assert_marker_never_appears(root)
+
+
+async def test_a_cancelled_command_is_killed_before_the_cancel_returns(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    provider = LinuxSandboxProvider(root, SandboxPolicy())
+    tools = FileTools(root, provider=provider, audit=False, journal=False)
+    try:
+        call = asyncio.ensure_future(tools.run_command(COMMAND, timeout_s=30))
+        await wait_for(root / "started.txt")
+        inside = namespace_pids(provider)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        assert not [pid for pid in inside if is_running(pid)], "cancel returned, command alive"
+        await assert_marker_never_appears(root)
+        after = await tools.run_command("echo next")
+        assert after.ok and "next" in after.text, after.text
+    finally:
+        await provider.close()
+
+
+async def test_closing_the_provider_kills_a_running_command(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    provider = LinuxSandboxProvider(root, SandboxPolicy())
+    tools = FileTools(root, provider=provider, audit=False, journal=False)
+    call = asyncio.ensure_future(tools.run_command(COMMAND, timeout_s=30))
+    await wait_for(root / "started.txt")
+    inside = namespace_pids(provider)
+    await provider.close()
+    assert not [pid for pid in inside if is_running(pid)], "close returned, command alive"
+    result = await call
+    assert not result.ok and result.error is not None
+    assert result.error.code == "SANDBOX_FAILURE", result.text
+    await assert_marker_never_appears(root)
