@@ -186,3 +186,27 @@ async def test_a_tinyagentignore_made_by_a_command_is_quarantined(
     assert not (root / ".tinyagentignore").exists()
     read = await tools.read_file("notes.txt")
     assert read.ok, read.text
+
+
+DEEP = "python3 -c \"import os; os.makedirs('/'.join(['deep'] + ['d'] * {levels}))\""
+
+
+async def test_a_hook_beside_a_tree_too_deep_to_search_is_quarantined_and_the_call_fails(
+    tools: FileTools, root: Path
+) -> None:
+    """A command that makes a tree deeper than the scans enter, beside a planted hook:
+    the hook is still moved aside, the call fails naming the deep folder, and later
+    commands are refused until it is gone while file tools keep working."""
+    result = await tools.run_command(
+        "git init -q . && " + PLANT.format(".git/hooks") + " && " + DEEP.format(levels=300)
+    )
+    assert not result.ok and result.error is not None
+    assert result.error.code == "SANDBOX_FAILURE" and "deeper than 256 levels" in result.text
+    assert not (root / ".git/hooks/pre-commit").exists()
+    commit_runs_no_hook(root, root)
+    refused = await tools.run_command("true")
+    assert not refused.ok and "deeper than 256 levels" in refused.text
+    assert (await tools.write_file("notes.txt", "still here\n")).ok
+    assert (await tools.read_file("notes.txt")).ok
+    subprocess.run(["rm", "-rf", str(root / "deep")], check=True)
+    assert (await run(tools, "true")).ok

@@ -8,13 +8,13 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..sandbox import code_files
-from ..sandbox.protected_paths import QUARANTINE_SUFFIX
+from ..sandbox.protected_paths import MAX_SCAN_DEPTH, QUARANTINE_SUFFIX
 
 
 def scan(roots: list[str], before: code_files.CodeFiles | None = None) -> code_files.CodeFiles:
     """One walk of the roots; a walk that cannot finish refuses the call."""
     try:
-        return code_files.scan(roots, before)
+        found = code_files.scan(roots, before)
     except (code_files.ScanFailed, OSError) as exc:
         when = "after" if before is not None else "before"
         raise ToolError(
@@ -24,6 +24,25 @@ def scan(roots: list[str], before: code_files.CodeFiles | None = None) -> code_f
             "make the folder readable (or remove it), then retry",
             details={"cause": "code_file_scan_failed"},
         ) from None
+    return found
+
+
+def refuse_unsearched(found: code_files.CodeFiles) -> None:
+    """Before a command: a folder too deep to search refuses it (file tools go on)."""
+    if found.too_deep:
+        raise _too_deep(found.too_deep, None)
+
+
+def _too_deep(folders: list[str], result: Any) -> ToolError:
+    return ToolError(
+        ErrorCode.SANDBOX_FAILURE,
+        f"commands are refused: {len(folders)} folder(s) lie deeper than "
+        f"{MAX_SCAN_DEPTH} levels, where files that make git or a shell run code could "
+        f"not be checked; the first: {folders[0]}",
+        "remove or flatten the deep folder (file tools still work), then retry",
+        security_violation=True,
+        details={"cause": "too_deep", "folders": folders[:10], "result": result},
+    )
 
 
 def settle(roots: list[str], before: code_files.CodeFiles, result: Any) -> bool:
@@ -46,6 +65,8 @@ def settle(roots: list[str], before: code_files.CodeFiles, result: Any) -> bool:
             security_violation=True,
             details={"cause": "quarantine_failed", "outcomes": outcomes, "result": result},
         )
+    if after.too_deep:
+        raise _too_deep(after.too_deep, result)
     if not changed or not isinstance(result, dict):
         return bool(changed)
     result["protected_paths_changed"] = [os.path.join(*key) for key in changed]

@@ -332,6 +332,7 @@ class LinuxSandboxProvider(Provider):
         files any more (a person's ``git config`` renames a new file over the bound one,
         a ``git clone`` adds a repository) is replaced before the command runs."""
         before = code_watch.scan(self._protect)
+        code_watch.refuse_unsearched(before)
         if self._worker_alive() and before.protectable != self._protected:
             self._slot.stop()
         return before

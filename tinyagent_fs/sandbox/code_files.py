@@ -39,6 +39,7 @@ from . import kernel_calls as kc
 from .protected_paths import (
     GIT_READ_ONLY,
     MAX_MODULE_DEPTH,
+    MAX_SCAN_DEPTH,
     QUARANTINE_SUFFIX,
     RC_FILES,
     ROOT_FILES,
@@ -69,6 +70,8 @@ class CodeFiles:
     protectable: dict[Key, tuple[int, int]] = field(default_factory=dict)
     opaque: dict[Key, Stamp] = field(default_factory=dict)
     """Folders this process may not list, as found (compared, never entered)."""
+    too_deep: list[str] = field(default_factory=list)
+    """Folders below ``MAX_SCAN_DEPTH``, not searched: what is in them is unknown."""
 
 
 def scan(roots: Iterable[str], before: CodeFiles | None = None) -> CodeFiles:
@@ -102,7 +105,9 @@ class _Walk:
                     continue
                 if name == ".gitmodules" or (not relative_dir and name in ROOT_ENTRIES):
                     self._add(relative)
-                if is_dir:
+                if is_dir and relative.count("/") >= MAX_SCAN_DEPTH:
+                    self.found.too_deep.append(self._path(relative))
+                elif is_dir:
                     pending.append(relative)
 
     def _git_dir(self, git: str, depth: int) -> None:

@@ -126,13 +126,15 @@ def open_beneath(dir_fd: int, relative: str, flags: int) -> int:
     """
     if len(relative) < OPEN_CHUNK:
         return _open_beneath_once(dir_fd, relative, flags)
-    parts = relative.split("/")
+    parts = relative.split("/")[::-1]  # popped from the end: the first part first
     current = dir_fd
     try:
         while True:
-            chunk = [parts.pop(0)]
-            while parts and len("/".join([*chunk, parts[0]])) < OPEN_CHUNK:
-                chunk.append(parts.pop(0))
+            chunk = [parts.pop()]
+            size = len(chunk[0])
+            while parts and size + 1 + len(parts[-1]) < OPEN_CHUNK:
+                size += 1 + len(parts[-1])
+                chunk.append(parts.pop())
             last = not parts
             opened = _open_beneath_once(
                 current, "/".join(chunk), flags if last else os.O_PATH | os.O_DIRECTORY

@@ -56,6 +56,10 @@ GIT_READ_ONLY: tuple[str, ...] = (
 QUARANTINE_SUFFIX = ".quarantined"
 READ_ONLY = kc.MOUNT_ATTR_RDONLY | kc.MOUNT_ATTR_NOSUID | kc.MOUNT_ATTR_NODEV
 MAX_MODULE_DEPTH = 4
+MAX_SCAN_DEPTH = 256
+"""Levels the toolkit's scans of a root (code-running files, secrets) enter. A deeper
+folder is not searched, so commands are refused until it is removed: a secret or a
+hook down there could not be masked or quarantined."""
 
 
 @dataclass

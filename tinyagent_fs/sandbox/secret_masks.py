@@ -31,6 +31,7 @@ from typing import Any
 from ..errors import ToolError
 from ..ops.ignore import IgnoreRules, load_ignore_rules
 from . import kernel_calls as kc
+from .protected_paths import MAX_SCAN_DEPTH
 
 STAGING = "/.tinyagent-masks"
 MASK_ATTRIBUTES = kc.MOUNT_ATTR_RDONLY | kc.MOUNT_ATTR_NOSUID | kc.MOUNT_ATTR_NODEV
@@ -104,7 +105,7 @@ def plan_masks(
         for root in roots:
             rules = load_ignore_rules(root, denied_patterns)
             _walk(root, rules, plan, plan.masks.setdefault(root, []), root in protected)
-    except _Unreadable as exc:
+    except (_Unreadable, _TooDeep) as exc:
         plan.refusal = exc.refusal
     except ToolError as exc:
         plan.refusal = {
@@ -132,6 +133,19 @@ class _Unreadable(Exception):
         }
 
 
+class _TooDeep(Exception):
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.refusal = {
+            "message": (
+                f"commands are refused: the folder {path} lies deeper than {MAX_SCAN_DEPTH} "
+                "levels and is not searched for secrets, so a secret in it could not be masked"
+            ),
+            "hint": "Remove or flatten the deep folder, then retry; file tools still work.",
+            "details": {"cause": "too_deep", "path": path},
+        }
+
+
 def _walk(
     root: str, rules: IgnoreRules, plan: MaskPlan, masks: list[tuple[str, bool]], nested: bool
 ) -> None:
@@ -151,6 +165,8 @@ def _walk(
                     continue
                 if nested and name == ".git" and relative_dir:
                     nested_git.append(relative)
+                if is_dir and relative.count("/") >= MAX_SCAN_DEPTH:
+                    raise _TooDeep(os.path.join(root, relative))
                 if is_dir:
                     pending.append(relative)
     finally:
