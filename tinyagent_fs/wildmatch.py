@@ -14,7 +14,6 @@ therefore matched by a set-of-states simulation, O(len(name) x len(pattern)).
 from __future__ import annotations
 
 import re
-from typing import Union
 
 STAR = "*"
 """Any run of bytes within one name."""
@@ -25,7 +24,7 @@ DIRS = "**/"
 _MAX_REGEX_WILDCARDS = 2
 _SLASH, _BACKSLASH, _ASTERISK = 0x2F, 0x5C, 0x2A
 
-Token = Union[int, bytes, str]
+Token = int | bytes | str
 """A literal byte, a class (a 256-byte table, 1 for a member), or a wildcard."""
 
 
@@ -206,7 +205,7 @@ def _render_class(table: bytes) -> bytes:
 class Wildmatch:
     """``fullmatch`` of one token list against a name's bytes, never slower than linear."""
 
-    __slots__ = ("source", "linear", "_regex", "_program")
+    __slots__ = ("_program", "_regex", "linear", "source")
 
     def __init__(self, parsed: list[Token] | None) -> None:
         self._program: list[Token] = [] if parsed is None else parsed
