@@ -9,13 +9,14 @@ path is created on disk so git knows which ones are folders.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 import unicodedata
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from tinyagent_fs.gitignore import PatternList
@@ -126,6 +127,10 @@ ASCII_PIECES = [p for p in PIECES if p.isascii() and "-" not in p]
 def test_folded_engine_agrees_with_git_ignorecase(
     tmp_path: Path, ignore_lines: list[str], files: list[str]
 ) -> None:
+    """One deliberate difference: git folds the backslash, not the letter it escapes, so
+    ``\\B`` matches nothing under ``core.ignorecase``; we deny ``B`` and ``b`` (more
+    denial, never less), so such lines are left out here."""
+    assume(not any(re.search(r"\\[A-Za-z]", line) for line in ignore_lines))
     _agree(tmp_path, ignore_lines, files, fold=True)
 
 
