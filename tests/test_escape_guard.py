@@ -151,14 +151,13 @@ async def test_huge_ignore_file_is_refused_not_read(fs: FileTools, project: Path
     assert found.ok and "README.md" in found.text  # the oversized .gitignore was skipped
 
 
-async def test_invalid_ignore_pattern_error_does_not_quote_the_line(
+async def test_an_ignore_line_git_never_matches_denies_nothing_and_is_not_quoted(
     fs: FileTools, project: Path
 ) -> None:
+    """git reads every line; ``[z-a]`` is an empty range, so the line matches nothing."""
     (project / ".tinyagentignore").write_text("ok.txt\n[z-a]TOPSECRET-hunter2\n")
     result = await fs.read_file("README.md")
-    assert not result.ok and result.error is not None
-    assert result.error.code == "INVALID_ARGUMENT"
-    assert "line 2" in result.text
+    assert result.ok
     assert "hunter2" not in result.text and "TOPSECRET" not in result.text
 
 

@@ -226,13 +226,15 @@ def test_tinyagentignore_itself_is_readable_but_not_writable(guard: PathGuard, r
     assert guard.resolve("sub/.tinyagentignore", for_write=True) == root / "sub/.tinyagentignore"
 
 
-def test_invalid_tinyagentignore_pattern_refuses_instead_of_allowing(
-    guard: PathGuard, root: Path
-) -> None:
-    (root / ".tinyagentignore").write_text("!\n")
-    error = refused(guard, "README.md")
-    assert error.code is ErrorCode.INVALID_ARGUMENT
-    assert ".tinyagentignore" in error.message
+def test_tinyagentignore_lines_are_read_as_git_reads_them(guard: PathGuard, root: Path) -> None:
+    """No line is invalid in gitignore: a lone '!' or an empty range matches nothing,
+    a POSIX class is a class and braces are literal."""
+    (root / ".tinyagentignore").write_text("!\n[z-a]never\nnotes[[:digit:]].txt\nsecret{1,2}.txt\n")
+    assert guard.resolve("README.md") == root / "README.md"
+    assert guard.resolve("never") == root / "never"
+    assert refused(guard, "notes1.txt").code is ErrorCode.DENIED_PATTERN
+    assert refused(guard, "secret{1,2}.txt").code is ErrorCode.DENIED_PATTERN
+    assert guard.resolve("secret1.txt") == root / "secret1.txt"
 
 
 def test_symlink_cannot_launder_a_denied_name(guard: PathGuard, root: Path) -> None:

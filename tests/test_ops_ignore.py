@@ -8,12 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from tinyagent_fs.gitignore import GitPattern, PatternList, Screen
 from tinyagent_fs.ops.ignore import (
     DIRECTORY_FLAGS,
-    IgnoreLine,
     IgnoreRules,
-    RuleSet,
-    Screen,
     compiled_rules,
     open_subdirectory,
     sorted_entries,
@@ -68,11 +66,10 @@ PATHS = [
 def line_by_line(lines: list[str], rel: str, is_dir: bool) -> bool | None:
     """What git does: the last matching line decides; directory-only lines skip files."""
     decision = None
+    path = rel.encode()
     for text in lines:
-        line = IgnoreLine.parse(text)
-        if line is None or (line.dir_only and not is_dir):
-            continue
-        if line.matcher().fullmatch(rel):
+        line = GitPattern.parse(text)
+        if line is not None and line.matches(path, path.rpartition(b"/")[2], is_dir):
             decision = not line.negated
     return decision
 
@@ -80,7 +77,7 @@ def line_by_line(lines: list[str], rel: str, is_dir: bool) -> bool | None:
 @pytest.mark.parametrize("size", [1, 2, 5, len(PATTERNS)])
 def test_rule_set_decides_as_matching_each_line(size: int) -> None:
     for lines in itertools.islice(itertools.combinations(PATTERNS, size), 200):
-        rules = RuleSet(lines)
+        rules = PatternList(lines)
         for rel, is_dir in itertools.product(PATHS, (False, True)):
             assert rules.decide(rel, is_dir) == line_by_line(list(lines), rel, is_dir), (
                 lines,
@@ -145,8 +142,7 @@ NAMES = [
 @pytest.mark.parametrize("size", [1, 2, 3])
 def test_a_screen_finds_exactly_the_names_its_lines_match(size: int) -> None:
     for lines in itertools.combinations(NAME_LINES, size):
-        rules = RuleSet(lines)
-        screen = Screen(rules.screen_lines[False])
+        screen = Screen(p for p in PatternList(lines).patterns if not p.dir_only)
         expected = {name for name in NAMES if line_by_line(list(lines), name, False)}
         assert screen.names_matched(NAMES) == expected, lines
         assert {name for name in NAMES if screen.matches(name)} == expected, lines

@@ -26,18 +26,13 @@ backslash cannot be addressed; models often write Windows-style paths.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import itertools
 import os
 import re
 import stat
-import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import pathspec
 
 from tinyagent_fs.config_file import (
     MAX_CONFIG_FILE_BYTES,
@@ -46,83 +41,12 @@ from tinyagent_fs.config_file import (
     read_config_file,
 )
 from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.gitignore import PatternList, root_folds_case
 from tinyagent_fs.policy import IGNORE_FILE_NAME, SandboxPolicy
 
 _SHOWN_PATH_CHARS = 200
 _DRIVE = re.compile(r"[A-Za-z]:")
 """``C:``, ``C:/x``, ``C:x``: a Windows drive, never a folder in the root."""
-_NAMED_GROUP = re.compile(r"\(\?P<[A-Za-z_][A-Za-z0-9_]*>")
-
-
-class _PatternSet:
-    """Gitignore patterns compiled once, answering "which pattern denies this path?".
-
-    pathspec translates each pattern so that it also matches everything below a
-    matching directory (``.ssh/`` matches ``.ssh/id``). Without negations that
-    makes one search of the full path enough, and all patterns are folded into a
-    single regex so the common "nothing matches" answer costs one search. With
-    negations (or patterns that will not fold) the last matching pattern wins per
-    path prefix, and a denied parent directory cannot be re-included, as in git.
-    """
-
-    def __init__(
-        self, lines: Iterable[str], source: str, *, quote: bool = True, fold: bool = False
-    ) -> None:
-        self.source = source
-        flags = re.IGNORECASE if fold else 0
-        self._patterns: list[tuple[str, re.Pattern[str], bool]] = []
-        for number, line in enumerate(lines, 1):
-            text = unicodedata.normalize("NFC", line.rstrip("\r\n"))
-            if not text.strip():
-                continue
-            try:
-                compiled = pathspec.GitIgnoreSpec.from_lines([text]).patterns
-            except (ValueError, re.error) as exc:
-                # A file in the root may hold anything (a command can write it), so its
-                # content is never quoted back: only the line number is.
-                shown = f"{text!r} in {source}: {exc}" if quote else f"on line {number} of {source}"
-                raise ToolError(
-                    ErrorCode.INVALID_ARGUMENT,
-                    f"Invalid pattern {shown}",
-                    "Fix the pattern (gitignore syntax); paths stay refused until it is valid.",
-                ) from exc
-            for pattern in compiled:
-                if pattern.include is not None and pattern.regex is not None:
-                    regex = re.compile(pattern.regex.pattern, flags)
-                    self._patterns.append((text, regex, bool(pattern.include)))
-        negated = any(not include for _, _, include in self._patterns)
-        self._any: re.Pattern[str] | None = None
-        if self._patterns and not negated:
-            with contextlib.suppress(re.error):
-                self._any = re.compile(
-                    "|".join(
-                        f"(?:{_NAMED_GROUP.sub('(?:', regex.pattern)})"
-                        for _, regex, _ in self._patterns
-                    ),
-                    flags,
-                )
-
-    def match(self, rel: str, is_dir: bool) -> str | None:
-        """The pattern text that denies ``rel`` (posix, relative to the root), or None."""
-        if not self._patterns:
-            return None
-        rel = unicodedata.normalize("NFC", rel)
-        full = rel + "/" if is_dir else rel
-        if self._any is not None:
-            if self._any.search(full) is None:
-                return None
-            return next(text for text, regex, _ in self._patterns if regex.search(full))
-        parts = rel.split("/")
-        candidates = ["/".join(parts[: i + 1]) + "/" for i in range(len(parts) - 1)]
-        candidates.append(full)
-        for candidate in candidates:
-            decided: str | None = None
-            for text, regex, include in self._patterns:
-                if regex.search(candidate) is not None:
-                    decided = text if include else None
-            if decided is not None:
-                return decided
-        return None
 
 
 class PathGuard:
@@ -160,19 +84,19 @@ class PathGuard:
             for spelling in dict.fromkeys([real, os.path.normpath(os.path.abspath(given))])
         ]
         self.case_insensitive = (
-            _probe_case_insensitive(real) if case_insensitive is None else case_insensitive
+            root_folds_case(real) if case_insensitive is None else case_insensitive
         )
         fold = self.case_insensitive
-        self._denied = _PatternSet(self.policy.denied_patterns, "the sandbox policy", fold=fold)
-        self._write_denied = _PatternSet(
+        self._denied = PatternList(self.policy.denied_patterns, "the sandbox policy", fold=fold)
+        self._write_denied = PatternList(
             (*self.policy.write_denied_patterns, "/" + IGNORE_FILE_NAME),
             "the write protection of the sandbox policy",
             fold=fold,
         )
         self._ignore_path = self._prefix + IGNORE_FILE_NAME
-        self._ignore: tuple[tuple[int, ...] | None, _PatternSet] = (
+        self._ignore: tuple[tuple[int, ...] | None, PatternList] = (
             None,
-            _PatternSet((), IGNORE_FILE_NAME),
+            PatternList((), IGNORE_FILE_NAME),
         )
 
     def resolve(self, raw: str, *, for_write: bool = False) -> Path:
@@ -282,22 +206,22 @@ class PathGuard:
         return found[0] if found else None
 
     def _denial(
-        self, rel: str, for_write: bool, is_dir: bool, ignore: _PatternSet | None = None
+        self, rel: str, for_write: bool, is_dir: bool, ignore: PatternList | None = None
     ) -> tuple[str, str, bool] | None:
         """(pattern, where it comes from, whether reads are denied too) or None;
         ``ignore``: the ignore file's patterns when the caller has just read them."""
         for patterns in (self._denied, self._ignore_patterns() if ignore is None else ignore):
-            pattern = patterns.match(rel, is_dir)
+            pattern = patterns.excluding(rel, is_dir)
             if pattern is not None:
-                return pattern, patterns.source, True
+                return pattern.text, patterns.source, True
         if for_write:
-            pattern = self._write_denied.match(rel, is_dir)
+            pattern = self._write_denied.excluding(rel, is_dir)
             if pattern is not None:
-                return pattern, self._write_denied.source, False
+                return pattern.text, self._write_denied.source, False
         return None
 
     def _refuse_denied(
-        self, rel: str, shown: str, for_write: bool, is_dir: bool, ignore: _PatternSet | None
+        self, rel: str, shown: str, for_write: bool, is_dir: bool, ignore: PatternList | None
     ) -> None:
         found = self._denial(rel, for_write, is_dir, ignore)
         if found is None:
@@ -393,7 +317,7 @@ class PathGuard:
             )
         return target
 
-    def _ignore_patterns(self) -> _PatternSet:
+    def _ignore_patterns(self) -> PatternList:
         """The root's ``.tinyagentignore``, re-read whenever its stat signature changes.
 
         The signature includes size and ctime as well as mtime because mtime
@@ -425,7 +349,7 @@ class PathGuard:
                     f"{MAX_CONFIG_FILE_BYTES} bytes (or is removed).",
                 ) from exc
             lines = config_lines(data or b"")
-        patterns = _PatternSet(lines, IGNORE_FILE_NAME, quote=False, fold=self.case_insensitive)
+        patterns = PatternList(lines, IGNORE_FILE_NAME, fold=self.case_insensitive)
         self._ignore = (key, patterns)
         return patterns
 
@@ -434,31 +358,10 @@ class PathGuard:
 class _Batch:
     """What one ``resolve_all`` saw of the disk, kept for its own length only."""
 
-    ignore: _PatternSet
+    ignore: PatternList
     folders: dict[tuple[str, ...], tuple[str, bool, tuple[str, ...]]] = field(default_factory=dict)
     """Leading components of a path walked -> where the walk stood after them:
     resolved path, whether a directory, the components as named."""
-
-
-def _probe_case_insensitive(root: str) -> bool:
-    """Whether the root's file system ignores case: the root under a case-swapped
-    name is the same directory. A root with no cased letter in its name is asked
-    through its first entry that has one; none at all means case-sensitive."""
-    parent, name = os.path.split(root)
-    candidates = [(parent, name)]
-    with contextlib.suppress(OSError), os.scandir(root) as entries:
-        candidates += [(root, e.name) for e in itertools.islice(entries, 64)]
-    for directory, entry in candidates:
-        swapped = entry.swapcase()
-        if swapped == entry:
-            continue
-        try:
-            return os.path.samestat(
-                os.lstat(os.path.join(directory, entry)), os.lstat(os.path.join(directory, swapped))
-            )
-        except OSError:
-            return False
-    return False
 
 
 def _shown(raw: str) -> str:

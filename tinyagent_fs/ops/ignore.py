@@ -1,11 +1,11 @@
 """Which paths a listing or a search skips: denied patterns, ``.tinyagentignore``, ``.gitignore``.
 
-Search results must agree with ripgrep and with git, so patterns are matched the way
-git matches them: against the path itself, never its descendants, with pruned
-directories taking their contents with them. That is why this module translates
-gitignore lines itself instead of using a spec that also matches descendants.
-Nested ``.gitignore`` files are read lazily, the first time the walk reaches their
-directory, so building the rules costs two small reads.
+Every decision is the one gitignore engine's (``gitignore.py``), the guard's too, so a
+listing, a glob and both grep backends hide exactly what the guard refuses. Patterns
+are matched the way git matches them: against the path itself, with pruned
+directories taking their contents with them. Nested ``.gitignore`` files are read
+lazily, the first time the walk reaches their directory, and only by the toolkit
+(ripgrep is handed the files to search, never an ignore file).
 """
 
 from __future__ import annotations
@@ -13,225 +13,39 @@ from __future__ import annotations
 import functools
 import operator
 import os
-import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 
 from ..config_file import MAX_CONFIG_FILE_BYTES, UnsafeConfigFile, config_lines, read_config_file
 from ..durable import DIRECTORY_FLAGS
 from ..errors import ErrorCode, ToolError
+from ..gitignore import PatternList, Screen, name_key, root_folds_case
 from ..policy import IGNORE_FILE_NAME
-from .glob_match import DIRS, GlobMatcher, Token, escape_glob
 
 GIT_DIR_NAME = ".git"
 GITIGNORE_NAME = ".gitignore"
-
-
-@dataclass(frozen=True)
-class IgnoreLine:
-    """One meaningful gitignore line, split into what git reads from it."""
-
-    body: str
-    negated: bool
-    dir_only: bool
-    anchored: bool
-
-    @classmethod
-    def parse(cls, line: str) -> IgnoreLine | None:
-        if not line or line.startswith("#"):
-            return None
-        text = line.rstrip(" ")
-        if text.endswith("\\") and len(text) < len(line):
-            text += line[len(text)]
-        negated = text.startswith("!")
-        if negated:
-            text = text[1:]
-        dir_only = text.endswith("/")
-        text = text.rstrip("/")
-        if not text:
-            return None
-        anchored = "/" in text
-        return cls(text.lstrip("/"), negated, dir_only, anchored)
-
-    def matcher(self) -> GlobMatcher:
-        prefix: list[Token] = [] if self.anchored else [DIRS]
-        return GlobMatcher(self.body, braces=False, prefix=prefix)
-
-    def rerooted(self, directory: str) -> str:
-        """This line as it would read in the root's ignore file, for ripgrep."""
-        prefix = f"/{escape_glob(directory)}/" if directory else "/"
-        body = prefix + (self.body if self.anchored else "**/" + self.body)
-        return ("!" if self.negated else "") + body + ("/" if self.dir_only else "")
-
-
-class RuleSet:
-    """The lines of one ignore file, matched relative to its directory; the last match wins.
-
-    ``strict`` (for denials) refuses a file with a line that does not compile, naming
-    only the line number, since the file's content may be anything; otherwise such a
-    line is skipped, as git skips it.
-    """
-
-    def __init__(self, lines: Iterable[str], source: str = "", *, strict: bool = False) -> None:
-        self.lines: list[IgnoreLine] = []
-        matchers: list[GlobMatcher] = []
-        for number, text in enumerate(lines, 1):
-            parsed = IgnoreLine.parse(text)
-            if parsed is None:
-                continue
-            try:
-                matchers.append(parsed.matcher())
-            except (re.error, ValueError) as exc:
-                if strict:
-                    raise ToolError(
-                        ErrorCode.INVALID_ARGUMENT,
-                        f"Invalid pattern on line {number} of {source}.",
-                        "Fix the pattern (gitignore syntax); nothing is listed until it is valid.",
-                    ) from exc
-                continue
-            self.lines.append(parsed)
-        self._rules = [
-            (matcher, line.negated, line.dir_only)
-            for matcher, line in reversed(list(zip(matchers, self.lines, strict=True)))
-        ]
-        self.has_negation = any(line.negated for line in self.lines)
-        # A screen per kind of path answers the common "no line matches" in one or two
-        # regex calls (a file is never matched by a directory-only line); it is only
-        # safe when no line needed the linear-time matcher.
-        self.screenable = not any(matcher.linear for matcher in matchers)
-        self.screen_lines = {
-            is_dir: [
-                (line, matcher)
-                for matcher, line in zip(matchers, self.lines, strict=True)
-                if is_dir or not line.dir_only
-            ]
-            for is_dir in (False, True)
-        }
-        self._screens = {is_dir: Screen(self.screen_lines[is_dir]) for is_dir in (False, True)}
-
-    def decide(self, rel_path: str, is_dir: bool) -> bool | None:
-        """True when ignored, False when re-included by ``!``, None when no line matches."""
-        if not self._rules:
-            return None
-        if self.screenable and not self._screens[is_dir].matches(rel_path):
-            return None
-        for matcher, negated, dir_only in self._rules:
-            if dir_only and not is_dir:
-                continue
-            if matcher.fullmatch(rel_path):
-                return not negated
-        return None
-
-
-class Screen:
-    """Whether any of some ignore lines matches a path, in at most two regex calls.
-
-    A line without ``/`` matches a path exactly when it matches the path's last
-    name (its regex is ``(?:.*/)?`` and then a body that never matches ``/``), so
-    those lines are tried against the name alone: the regex engine then does not
-    try every ``/`` of the path for each of them. Most such lines are a name, a
-    prefix (``id_rsa*``) or a suffix (``*.pem``): those are string comparisons,
-    and only the rest are left to a regex.
-    """
-
-    def __init__(self, lines: Iterable[tuple[IgnoreLine, GlobMatcher]]) -> None:
-        exact: set[str] = set()
-        prefixes: list[str] = []
-        suffixes: list[str] = []
-        names: list[str] = []
-        paths: list[str] = []
-        for line, matcher in lines:
-            if line.anchored:
-                paths.append(matcher.source)
-                continue
-            body = line.body
-            literal = body.strip("*")
-            if not literal or any(char in _LINE_SPECIALS for char in literal):
-                names.append(matcher.source.removeprefix(DIRS))
-            elif body == literal:
-                exact.add(literal)
-            elif body == "*" * (len(body) - len(literal)) + literal:
-                suffixes.append(literal)
-            elif body == literal + "*" * (len(body) - len(literal)):
-                prefixes.append(literal)
-            else:
-                names.append(matcher.source.removeprefix(DIRS))
-        self._exact = frozenset(exact)
-        self._prefixes = tuple(prefixes)
-        self._suffixes = tuple(suffixes)
-        self._names = _alternation(names)
-        self.paths = _alternation(paths)
-
-    def matches(self, rel_path: str) -> bool:
-        name = rel_path.rpartition("/")[2]
-        if (
-            name in self._exact
-            or name.startswith(self._prefixes)
-            or name.endswith(self._suffixes)
-            or (self._names is not None and self._names.fullmatch(name))
-        ):
-            return True
-        return self.paths is not None and self.paths.fullmatch(rel_path) is not None
-
-    def names_matched(self, names: list[str]) -> set[str]:
-        """Those of ``names`` (single names, no ``/``) that a line without ``/`` matches.
-
-        Prefixes and suffixes are found by ``str.find`` in all the names joined by
-        NUL, which no name holds: a few scans of one string instead of a call per name.
-        """
-        found = set(self._exact.intersection(names))
-        if self._prefixes or self._suffixes:
-            joined = _NUL + _NUL.join(names) + _NUL
-            for prefix in self._prefixes:
-                at = joined.find(_NUL + prefix)
-                while at >= 0:
-                    end = joined.index(_NUL, at + 1)
-                    found.add(joined[at + 1 : end])
-                    at = joined.find(_NUL + prefix, end)
-            for suffix in self._suffixes:
-                at = joined.find(suffix + _NUL)
-                while at >= 0:
-                    end = at + len(suffix)
-                    found.add(joined[joined.rindex(_NUL, 0, at + 1) + 1 : end])
-                    at = joined.find(suffix + _NUL, end)
-        if self._names is not None:
-            found.update(filter(self._names.fullmatch, names))
-        return found
-
-
-_LINE_SPECIALS = frozenset("*?[\\")
-"""Characters that make an ignore line more than a literal name (braces are literal there)."""
-_NUL = "\0"
-
-
-def _alternation(sources: list[str]) -> re.Pattern[str] | None:
-    if not sources:
-        return None
-    return re.compile("|".join(f"(?:{source})" for source in sources), re.DOTALL)
-
 
 _COMPILED_MAX_SETS = 64
 _COMPILED_MAX_CHARS = 64 * 1024
 """Rule sets kept compiled by content; larger ignore files are compiled on every use."""
 
 
-def compiled_rules(lines: Iterable[str], source: str, *, strict: bool = False) -> RuleSet:
-    """The ``RuleSet`` of these lines, compiled once per process while they stay the same.
+def compiled_rules(lines: Iterable[str], source: str, *, fold: bool = False) -> PatternList:
+    """The ``PatternList`` of these lines, compiled once per process while they stay the same.
 
     Keyed by the lines themselves, not a file's stat signature: an ignore file a
     command rewrites within one timestamp tick is still seen as it is now. A
-    ``RuleSet`` never changes after it is built, so sharing one (across threads
+    ``PatternList`` never changes after it is built, so sharing one (across threads
     too) is safe.
     """
     key = tuple(lines)
     if sum(map(len, key)) > _COMPILED_MAX_CHARS:
-        return RuleSet(key, source, strict=strict)
-    return _cached_rules(source, strict, key)
+        return PatternList(key, source, fold=fold)
+    return _cached_rules(source, fold, key)
 
 
 @functools.lru_cache(maxsize=_COMPILED_MAX_SETS)
-def _cached_rules(source: str, strict: bool, lines: tuple[str, ...]) -> RuleSet:
-    return RuleSet(lines, source, strict=strict)
+def _cached_rules(source: str, fold: bool, lines: tuple[str, ...]) -> PatternList:
+    return PatternList(lines, source, fold=fold)
 
 
 def _gitignore_lines(path: str) -> list[str] | None:
@@ -266,29 +80,35 @@ class IgnoreRules:
     denial are separate rule sets, each asked on its own: a ``!`` line in
     ``.tinyagentignore`` can re-include what that file excluded, never what the
     policy denies. The caller is expected to prune: a path below an ignored
-    directory is never asked about.
+    directory is never asked about. ``case_insensitive`` None asks the root's
+    file system, as the guard does.
     """
 
-    def __init__(self, root: str, denied_patterns: Iterable[str]) -> None:
+    def __init__(
+        self, root: str, denied_patterns: Iterable[str], case_insensitive: bool | None = None
+    ) -> None:
         self.root = root
+        self.fold = root_folds_case(root) if case_insensitive is None else case_insensitive
         self.denial_sets = (
-            compiled_rules(denied_patterns, "the sandbox policy", strict=True),
-            compiled_rules(_denial_lines(root), IGNORE_FILE_NAME, strict=True),
+            compiled_rules(denied_patterns, "the sandbox policy", fold=self.fold),
+            compiled_rules(_denial_lines(root), IGNORE_FILE_NAME, fold=self.fold),
         )
-        self._gitignores: dict[str, RuleSet | None] = {}
-        self._chains: dict[str, list[tuple[int, RuleSet]]] = {}
+        self._gitignores: dict[str, PatternList | None] = {}
+        self._chains: dict[str, list[tuple[int, PatternList]]] = {}
         # Without a '!' line in either set, "denied" is "some line matches": one
-        # regex over both sets answers it per path.
+        # screen over both sets answers it per path.
         self._screenable = all(s.screenable for s in self.denial_sets)
         self._fused = self._screenable and not any(s.has_negation for s in self.denial_sets)
         self._denial_screens = {
-            is_dir: Screen(line for s in self.denial_sets for line in s.screen_lines[is_dir])
+            is_dir: Screen(
+                p for s in self.denial_sets for p in s.patterns if is_dir or not p.dir_only
+            )
             for is_dir in (False, True)
         }
 
     def is_denied(self, rel_path: str, is_dir: bool) -> bool:
         if self._fused:
-            return self._denial_screens[is_dir].matches(rel_path)
+            return self._denial_screens[is_dir].matches(name_key(rel_path, self.fold))
         return any(rules.decide(rel_path, is_dir) is True for rules in self.denial_sets)
 
     def denial_candidates(self, names: Iterable[str]) -> set[str] | None:
@@ -301,7 +121,14 @@ class IgnoreRules:
         screen = self._denial_screens[True]  # a directory is asked about every line
         if not self._screenable or screen.paths is not None:
             return None
-        return screen.names_matched(names)
+        names = list(names)
+        if not self.fold and all(map(str.isascii, names)):
+            return screen.names_matched(names)
+        spellings: dict[str, list[str]] = {}
+        for name in names:
+            spellings.setdefault(name_key(name, self.fold), []).append(name)
+        matched = screen.names_matched(list(spellings))
+        return {name for key in matched for name in spellings[key]}
 
     def gitignores_apply(self, rel_dir: str) -> bool:
         """Whether any ``.gitignore`` speaks for the entries of ``rel_dir``; when none
@@ -330,29 +157,14 @@ class IgnoreRules:
                 return True
         return self.is_denied(rel_path, is_dir)
 
-    def gitignore_dirs_above(self, rel_dir: str) -> list[str]:
-        """The root and each directory above ``rel_dir`` that has a ``.gitignore``."""
-        parts = rel_dir.split("/") if rel_dir else []
-        directories = ("/".join(parts[:depth]) for depth in range(len(parts)))
-        return [directory for directory in directories if self._load(directory) is not None]
-
-    def gitignore_lines_above(self, rel_dir: str) -> list[str]:
-        """The ``.gitignore`` lines of ``gitignore_dirs_above(rel_dir)``, rewritten
-        relative to the root, shallowest first (so later lines win)."""
-        lines: list[str] = []
-        for directory in self.gitignore_dirs_above(rel_dir):
-            rules = self._load(directory)
-            assert rules is not None
-            lines.extend(line.rerooted(directory) for line in rules.lines)
-        return lines
-
-    def _load(self, rel_dir: str) -> RuleSet | None:
+    def _load(self, rel_dir: str) -> PatternList | None:
         if rel_dir not in self._gitignores:
             lines = _gitignore_lines(os.path.join(self.root, rel_dir, GITIGNORE_NAME))
-            self._gitignores[rel_dir] = compiled_rules(lines, GITIGNORE_NAME) if lines else None
+            found = compiled_rules(lines, GITIGNORE_NAME, fold=self.fold) if lines else None
+            self._gitignores[rel_dir] = found
         return self._gitignores[rel_dir]
 
-    def _chain(self, rel_dir: str) -> list[tuple[int, RuleSet]]:
+    def _chain(self, rel_dir: str) -> list[tuple[int, PatternList]]:
         """Rule sets that apply inside ``rel_dir``, deepest first, with the prefix length
         that makes a path relative to each one's directory."""
         missing = []

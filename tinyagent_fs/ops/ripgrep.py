@@ -1,4 +1,4 @@
-"""grep through ripgrep: finding rg, flags that pin its ignore set, reading its JSON.
+"""grep through ripgrep: finding rg, handing it the files to search, reading its JSON.
 
 rg's output order is not deterministic, so its parallel run is read to the end
 (then sorted by the caller) unless it passes ``OVERRUN_FACTOR`` times the limit;
@@ -18,14 +18,19 @@ import shutil
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import IO
 
 from ..errors import ErrorCode, ToolError
-from .ignore import GITIGNORE_NAME, MAX_WALK_DEPTH, IgnoreRules
 
 OVERRUN_FACTOR = 10
-_TYPE_NAME = "tinyagentinclude"
+DEADLINE_S = 240.0
+"""Longest one grep may run rg: less than a sandbox call's own deadline (300 s), so a
+stuck rg ends as a coded error rather than a lost worker."""
+_CHUNK_BYTES = 256 * 1024
+_STDERR_KEPT = 64 * 1024
 _NO_LOOK_AROUND = "look-around, including look-ahead and look-behind, is not supported"
 
 Hit = tuple[int, str, bool]
@@ -83,105 +88,97 @@ def invalid_regex(pattern: str, detail: str) -> ToolError:
 def ripgrep_search(
     executable: str,
     root: str,
-    rules: IgnoreRules,
-    target: str,
+    files: list[str],
     *,
-    is_file: bool,
-    type_glob: str | None,
-    keeps: Callable[[str], bool],
     pattern: str,
     literal: bool,
     case_sensitive: bool,
     context: int,
     limit: int,
+    deadline_s: float = DEADLINE_S,
 ) -> tuple[list[FileHits], bool]:
-    """Per-file hits below ``target`` (relative to root) and whether there were more
-    than ``limit`` matches; ``keeps`` filters what rg's own flags cannot express."""
+    """Per-file hits in ``files`` (relative to root, in tree order) and whether there
+    were more than ``limit`` matches.
+
+    rg is handed the files the toolkit's walk chose and told to read no ignore file
+    of its own, so what it searches is decided by the one pattern engine alone (rg
+    reading a ``.gitignore`` that is a FIFO or ``/dev/zero`` hung or exhausted it).
+    The list goes in chunks that fit a command line, in tree order, so a search
+    that passes the limit stops after the chunk that passed it.
+    """
     args = [
         executable,
         "--json",
         "--no-config",
-        "--no-messages",
-        "--hidden",
-        "--crlf",
-        "--no-require-git",
-        "--no-ignore-parent",
+        "--no-ignore",
         "--no-ignore-dot",
         "--no-ignore-exclude",
+        "--no-ignore-files",
         "--no-ignore-global",
-        "--glob=!.git",
-        f"--max-depth={MAX_WALK_DEPTH}",  # as deep as the Python walk goes
+        "--no-ignore-parent",
+        "--no-ignore-vcs",
+        "--hidden",
+        "--crlf",
         "--case-sensitive" if case_sensitive else "--ignore-case",
     ]
     if literal:
         args.append("--fixed-strings")
     if context:
         args.append(f"--context={context}")
-    negated = [denials for denials in rules.denial_sets if denials.has_negation]
-    for denials in rules.denial_sets:
-        if not denials.has_negation:
-            args.extend(f"--glob=!{line.rerooted('')}" for line in denials.lines)
-    if type_glob is not None and not is_file:
-        args += [f"--type-add={_TYPE_NAME}:{type_glob}", f"--type={_TYPE_NAME}"]
-    parents = ""
-    above = [] if is_file else rules.gitignore_dirs_above(target)
-    if above == [""]:
-        args.append(f"--ignore-file={GITIGNORE_NAME}")
-    elif above:
-        parents = "\n".join(rules.gitignore_lines_above(target))
-    tail = ["--regexp", pattern, "--", target or "."]
+    args += ["--regexp", pattern, "--"]
+    deadline = time.monotonic() + deadline_s
+    found: list[FileHits] = []
+    count = 0
+    for chunk in _chunks(files):
+        hits, more, complete = _run([*args, *chunk], root, OVERRUN_FACTOR * limit, deadline)
+        if not complete:
+            sorted_args = [*args[:-3], "--sort=path", *args[-3:]]
+            hits, more, _ = _run([*sorted_args, *chunk], root, limit - count, deadline)
+        found += hits
+        count += more
+        if count > limit:
+            return found, True
+    return found, False
 
-    def accept(rel: str) -> bool:
-        """Denials with a ``!`` line cannot be rg globs, so they are applied here."""
-        if negated and rules.denies_path_or_parent(rel, False):
-            return False
-        return keeps(rel)
 
-    files, count, complete = _run([*args, *tail], root, parents, accept, OVERRUN_FACTOR * limit)
-    if not complete:
-        files, count, _ = _run([*args, "--sort=path", *tail], root, parents, accept, limit)
-    return files, count > limit
+def _chunks(files: list[str]) -> Iterator[list[str]]:
+    """``files`` in runs whose names fit well within one command line."""
+    chunk: list[str] = []
+    size = 0
+    for rel in files:
+        width = len(rel.encode("utf-8", "surrogateescape")) + 1
+        if chunk and size + width > _CHUNK_BYTES:
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(rel)
+        size += width
+    if chunk:
+        yield chunk
 
 
 def _run(
-    args: list[str], root: str, parents: str, keeps: Callable[[str], bool], stop_after: int
+    args: list[str], root: str, stop_after: int, deadline: float
 ) -> tuple[list[FileHits], int, bool]:
     """rg's per-file results, their match count, and whether rg ran to the end: it is
-    killed once the count passes ``stop_after``.
-
-    rg is told not to look above the start (it would otherwise read ``.gitignore``
-    files above the toolkit root too), so the lines of those between the root and
-    the start come through a pipe, rerooted; only the root's own file, the common
-    case, is passed by name.
-    """
-    pass_fds: tuple[int, ...] = ()
-    if parents:
-        read_end, write_end = os.pipe()
-        pass_fds = (read_end,)
-        args = [*args[:1], f"--ignore-file=/dev/fd/{read_end}", *args[1:]]
+    killed once the count passes ``stop_after``. rg killed otherwise (by the deadline,
+    a signal, a resource limit) or failing is an error, never a short answer."""
     try:
         process = subprocess.Popen(
-            args,
-            cwd=root,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            pass_fds=pass_fds,
+            args, cwd=root, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE
         )
     except OSError as exc:
         raise ToolError(ErrorCode.IO_ERROR, f"could not start ripgrep: {exc}") from None
-    finally:
-        for descriptor in pass_fds:
-            os.close(descriptor)
-    if parents:
-        data = parents.encode("utf-8", errors="surrogateescape") + b"\n"
-        threading.Thread(target=_feed, args=(write_end, data), daemon=True).start()
+    late = threading.Event()
+    timer = threading.Timer(max(0.0, deadline - time.monotonic()), _expire, (process, late))
+    timer.start()
+    complaints: list[bytes] = []
+    reader = threading.Thread(target=_drain, args=(process.stderr, complaints), daemon=True)
+    reader.start()
     assert process.stdout is not None
     files: list[FileHits] = []
     hits: list[Hit] = []
     count = 0
     complete = True
-    read_all = False
     try:
         for raw in process.stdout:
             message = json.loads(raw)
@@ -190,46 +187,80 @@ def _run(
                 hits.append((data["line_number"], _line_text(data["lines"]), kind == "match"))
             elif kind == "end":
                 rel = _text(data["path"]).removeprefix("./")
-                if data["binary_offset"] is None and hits and keeps(rel):
+                if data["binary_offset"] is None and hits:
                     files.append((rel, hits))
                     count += sum(hit[2] for hit in hits)
                     if count > stop_after:
                         complete = False
                         break
                 hits = []
-        read_all = complete
     finally:
-        if not read_all:
+        if not complete or sys.exc_info()[0] is not None:
             process.kill()
-    _, stderr = process.communicate()
-    if process.returncode == 2 and not files and complete:
-        _raise_failure(stderr.decode("utf-8", errors="replace").strip(), args)
+        process.wait()
+        timer.cancel()
+        reader.join()
+        process.stdout.close()
+        process.stderr.close()
+    if late.is_set():
+        raise ToolError(
+            ErrorCode.TIMEOUT,
+            "ripgrep did not finish within its deadline; nothing is reported rather than "
+            "part of the answer",
+            "search a smaller folder or a narrower include glob",
+        )
+    if complete:
+        _check_exit(process.returncode, b"".join(complaints), args)
     return files, count, complete
 
 
+def _expire(process: subprocess.Popen[bytes], late: threading.Event) -> None:
+    late.set()
+    process.kill()
+
+
+def _drain(stream: IO[bytes] | None, into: list[bytes]) -> None:
+    """Read rg's stderr to its end (keeping the first part) so rg never blocks on it."""
+    assert stream is not None
+    kept = 0
+    for chunk in iter(lambda: stream.read(65536), b""):
+        if kept < _STDERR_KEPT:
+            into.append(chunk)
+            kept += len(chunk)
+
+
+def _check_exit(returncode: int, stderr: bytes, args: list[str]) -> None:
+    """0 and 1 are answers; 2 with only files that vanished or cannot be read since the
+    walk (the Python backend skips those too) is one; anything else is an error."""
+    if returncode in (0, 1):
+        return
+    message = stderr.decode("utf-8", errors="replace").strip()
+    if returncode < 0:
+        raise ToolError(
+            ErrorCode.IO_ERROR,
+            f"ripgrep was killed by signal {-returncode} (a resource limit?); "
+            "nothing is reported rather than part of the answer",
+            "search a smaller folder or a narrower include glob",
+        )
+    listed = set(args[args.index("--") + 1 :])
+    lines = message.splitlines()
+    if returncode == 2 and lines and all(_file_unreadable(line, listed) for line in lines):
+        return
+    _raise_failure(message or f"exit status {returncode}", args)
+
+
+def _file_unreadable(line: str, listed: set[str]) -> bool:
+    """Whether ``line`` is rg's complaint that one of the listed files cannot be read."""
+    head, _, tail = line.removeprefix("rg: ").rpartition(": ")
+    return head in listed and tail.endswith(")") and "(os error " in tail
+
+
 def _raise_failure(message: str, args: list[str]) -> None:
-    """Turn rg's complaint into an error the model can act on; silence is no failure."""
+    """Turn rg's complaint into an error the model can act on."""
     detail = message.removeprefix("rg: ")
     if "regex" in message:
         raise invalid_regex(args[args.index("--regexp") + 1], detail)
-    if "glob" in message:
-        raise ToolError(
-            ErrorCode.INVALID_ARGUMENT,
-            f"invalid include glob: {detail}",
-            "use a simple glob such as '*.py' or 'src/**/*.ts'",
-        )
-    if message:
-        raise ToolError(ErrorCode.IO_ERROR, f"ripgrep failed: {detail}")
-
-
-def _feed(descriptor: int, data: bytes) -> None:
-    """Write rg's ignore lines from a thread: a pipe holds only so much, and an rg that
-    fails early never reads them."""
-    try:
-        with open(descriptor, "wb") as pipe:
-            pipe.write(data)
-    except BrokenPipeError:
-        return
+    raise ToolError(ErrorCode.IO_ERROR, f"ripgrep failed: {detail}")
 
 
 def _text(value: dict[str, str]) -> str:

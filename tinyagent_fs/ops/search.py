@@ -12,7 +12,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -94,7 +94,6 @@ class _Scope:
     is_file: bool
     include: GlobMatcher | None = None
     include_is_path: bool = False
-    type_glob: str | None = None
 
     def keeps(self, rel: str) -> bool:
         if self.include is None or self.is_file:
@@ -135,27 +134,21 @@ def grep(
     scope = _scope(root, base, include, rules)
     ripgrep = _choose_backend(backend)
     too_deep: list[str] = []
+    candidates = _candidates(root, scope, rules, too_deep)
     if ripgrep is None:
         regex = _python_regex(pattern, literal, case_sensitive)
-        files, truncated = _python_search(root, scope, rules, regex, context, limit, too_deep)
+        files, truncated = _python_search(root, candidates, regex, context, limit)
     else:
-        if scope.start is None:
-            files, truncated = [], False
-        else:
-            files, truncated = ripgrep_search(
-                ripgrep,
-                root,
-                rules,
-                scope.start,
-                is_file=scope.is_file,
-                type_glob=scope.type_glob,
-                keeps=scope.keeps,
-                pattern=pattern,
-                literal=literal,
-                case_sensitive=case_sensitive,
-                context=context,
-                limit=limit,
-            )
+        files, truncated = ripgrep_search(
+            ripgrep,
+            root,
+            list(candidates),
+            pattern=pattern,
+            literal=literal,
+            case_sensitive=case_sensitive,
+            context=context,
+            limit=limit,
+        )
     found = _assemble(files, limit, context, truncated, "python" if ripgrep is None else "ripgrep")
     return {**found, **too_deep_marker(too_deep)}
 
@@ -185,40 +178,29 @@ def _scope(root: str, base: str, include: str | None, rules: IgnoreRules) -> _Sc
         return _Scope(base_rel, base_rel, False)
     glob = _clean_glob(include, "include")
     regex = _glob_matcher(glob, "include")
-    last = glob.rpartition("/")[2]
-    type_glob = last if "**" not in last and _balanced_braces(last) else None
     if "/" not in glob:
-        return _Scope(base_rel, base_rel, False, regex, False, type_glob)
+        return _Scope(base_rel, base_rel, False, regex, False)
     start = _narrowed_start(root, rules, base_rel, glob)
-    return _Scope(start, base_rel, False, regex, True, type_glob)
+    return _Scope(start, base_rel, False, regex, True)
 
 
-def _balanced_braces(glob: str) -> bool:
-    """Whether ripgrep's ``--type-add`` reads this glob as one glob (it splits on bare commas)."""
-    depth = 0
-    for char in glob:
-        depth += (char == "{") - (char == "}")
-        if depth < 0 or (char == "," and depth == 0):
-            return False
-    return depth == 0
+def _candidates(
+    root: str, scope: _Scope, rules: IgnoreRules, too_deep: list[str]
+) -> Iterator[str]:
+    """The files one grep reads, in tree order: both backends search exactly these;
+    folders below the walk's depth go to ``too_deep``."""
+    if scope.start is None:
+        return
+    if scope.is_file:
+        yield scope.start
+        return
+    walk = walk_files(root, scope.start, rules, too_deep=too_deep)
+    yield from (rel for rel, _ in walk if scope.keeps(rel))
 
 
 def _python_search(
-    root: str,
-    scope: _Scope,
-    rules: IgnoreRules,
-    regex: re.Pattern[str],
-    context: int,
-    limit: int,
-    too_deep: list[str],
+    root: str, candidates: Iterable[str], regex: re.Pattern[str], context: int, limit: int
 ) -> tuple[list[FileHits], bool]:
-    if scope.start is None:
-        return [], False
-    if scope.is_file:
-        candidates: Iterable[str] = [scope.start]
-    else:
-        walk = walk_files(root, scope.start, rules, too_deep=too_deep)
-        candidates = (rel for rel, _ in walk if scope.keeps(rel))
     prefilter = "\\A" not in regex.pattern and "\\Z" not in regex.pattern
     files: list[FileHits] = []
     count = 0
