@@ -17,7 +17,6 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import charset_normalizer
-import pathspec
 import pyseccomp
 import pytest
 
@@ -37,7 +36,7 @@ from .sandbox_support import (
 )
 
 pytestmark = require_sandbox()
-DEPENDENCIES = (pyseccomp, pathspec, charset_normalizer)
+DEPENDENCIES = (pyseccomp, charset_normalizer)
 """Imported here so the toolkit resolves them from the real install, as an application would."""
 
 
@@ -61,7 +60,6 @@ def _planted_code(marker: Path) -> str:
 
 PLANTS = {
     "pyseccomp.py": "pyseccomp.py",
-    "pathspec package": "pathspec/__init__.py",
     "charset_normalizer package": "charset_normalizer/__init__.py",
     "sitecustomize.py": "sitecustomize.py",
     "usercustomize.py": "usercustomize.py",

@@ -39,7 +39,7 @@ SYSTEM_READ_FILES = (
     "/etc/locale.alias",
 )
 """What the interpreter, the shell and common tools read; no other part of /etc."""
-WORKER_DEPENDENCIES = ("pyseccomp", "pathspec", "charset_normalizer")
+WORKER_DEPENDENCIES = ("pyseccomp", "charset_normalizer")
 """Third-party modules the worker's primitives import; they import only the stdlib."""
 
 BOOTSTRAP = """\
