@@ -184,9 +184,7 @@ def _scope(root: str, base: str, include: str | None, rules: IgnoreRules) -> _Sc
     return _Scope(start, base_rel, False, regex, True)
 
 
-def _candidates(
-    root: str, scope: _Scope, rules: IgnoreRules, too_deep: list[str]
-) -> Iterator[str]:
+def _candidates(root: str, scope: _Scope, rules: IgnoreRules, too_deep: list[str]) -> Iterator[str]:
     """The files one grep reads, in tree order: both backends search exactly these;
     folders below the walk's depth go to ``too_deep``."""
     if scope.start is None:
