@@ -163,3 +163,27 @@ def test_a_command_cannot_reach_past_the_clients_narrowed_roots(tmp_path: Path, 
     assert (a / "sub" / "inside").exists(), "the command ran in the narrowed root"
     assert "SECRET-OF-A" not in shown and "SECRET-OF-B" not in shown, shown
     assert not (a / "planted").exists() and not (b / "planted").exists()
+
+
+def test_narrowing_below_a_tinyagentignore_does_not_lift_its_denials(tmp_path: Path) -> None:
+    """The person's A/.tinyagentignore denies files in A/sub: a client narrowing its roots
+    to A/sub is not served there (a served folder reads only its own ignore file)."""
+    a, audit_dir = tmp_path / "A", tmp_path / "audit"
+    (a / "sub" / "private").mkdir(parents=True)
+    (a / ".tinyagentignore").write_text("*.secret\nsub/private/\n")
+    (a / "sub" / "x.secret").write_text("TOPSECRET1\n")
+    (a / "sub" / "private" / "p.txt").write_text("TOPSECRET2\n")
+    calls = [
+        {"name": "read_file", "arguments": {"path": "x.secret"}},
+        {"name": "read_file", "arguments": {"path": "private/p.txt"}},
+        {"name": "grep", "arguments": {"pattern": "TOPSECRET"}},
+        {"name": "run_command", "arguments": {"command": "cat x.secret private/p.txt"}},
+    ]
+    with RawServer([a], audit_dir, "--policy", "auto-approve") as server:
+        server.initialize(capabilities={"roots": {"listChanged": True}})
+        answer_roots(server, a / "sub")
+        answers = [server.request("tools/call", call) for call in calls]
+        assert server.close() == 0
+    shown = json.dumps(answers)
+    assert "TOPSECRET" not in shown, shown
+    assert all(answer["result"]["isError"] for answer in answers), shown

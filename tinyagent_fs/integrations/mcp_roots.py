@@ -56,16 +56,32 @@ def directory_of_uri(uri: Any) -> str | None:
 
 
 def narrowed(configured: Sequence[str], client_roots: Iterable[str]) -> list[str]:
-    """The client's roots intersected with the configured ones, outermost kept, in client order."""
+    """The client's roots intersected with the configured ones, outermost kept, in client order.
+
+    A client root below a folder that holds a ``.tinyagentignore`` is not served:
+    a served folder reads only its own, so the person's denials above it would lapse.
+    """
     served: list[str] = []
     for client in client_roots:
         for root in configured:
+            if is_within(client, root) and ignore_file_above(root, client):
+                continue
             if is_within(client, root):
                 served.append(client)
             elif is_within(root, client):
                 served.append(root)
     unique = list(dict.fromkeys(served))
     return [p for p in unique if not any(o != p and is_within(p, o) for o in unique)]
+
+
+def ignore_file_above(root: str, folder: str) -> bool:
+    """Whether ``root`` or a folder between it and ``folder`` holds a ``.tinyagentignore``."""
+    current = root
+    for name in os.path.relpath(folder, root).split(os.sep):
+        if name in (".", "") or os.path.lexists(os.path.join(current, ".tinyagentignore")):
+            return name not in (".", "")
+        current = os.path.join(current, name)
+    return False
 
 
 def path_arguments(args: dict[str, Any]) -> list[str]:
