@@ -210,3 +210,21 @@ async def test_a_hook_beside_a_tree_too_deep_to_search_is_quarantined_and_the_ca
     assert (await tools.read_file("notes.txt")).ok
     subprocess.run(["rm", "-rf", str(root / "deep")], check=True)
     assert (await run(tools, "true")).ok
+
+
+async def test_a_secret_moved_into_hooks_stays_secret_after_the_quarantine(
+    tools: FileTools, root: Path
+) -> None:
+    """A command moves the folder holding a masked key to where hooks go; the rename
+    aside must not give the key a name the denied patterns miss."""
+    (root / "certs").mkdir()
+    (root / "certs/server.key").write_text("TOPSECRET-KEY\n")
+    moved = await tools.run_command("mkdir -p nr/.git && mv certs nr/.git/hooks")
+    assert moved.ok, moved.text
+    aside = list((root / "nr/.git/hooks").iterdir())
+    assert aside and all(".quarantined" in entry.name for entry in aside), aside
+    shown = await tools.run_command("cat nr/.git/hooks/* 2>&1; echo done")
+    assert "TOPSECRET" not in shown.text, shown.text
+    for entry in aside:
+        read = await tools.read_file(str(entry.relative_to(root)))
+        assert not read.ok and "TOPSECRET" not in read.text

@@ -23,8 +23,11 @@ DEFAULT_DENIED_PATTERNS: tuple[str, ...] = (
     "credentials.*",
     ".aws/",
     ".ssh/",
+    "*.quarantined*",
 )
-"""Secrets: neither read nor written (gitignore syntax)."""
+"""Secrets: neither read nor written (gitignore syntax). What the toolkit renames aside
+after a command (``NAME.quarantined``) is among them: the command may have moved a
+masked secret where the rename finds it, and the new name must not unmask it."""
 
 DEFAULT_WRITE_DENIED_PATTERNS: tuple[str, ...] = (".git/",)
 """Readable, never written by a file tool (gitignore syntax)."""
