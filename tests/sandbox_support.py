@@ -4,6 +4,7 @@ the machine cannot run the kernel sandbox (skip only when asked to)."""
 from __future__ import annotations
 
 import os
+import subprocess
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -130,3 +131,13 @@ def _parent_of(pid: int) -> int | None:
         return int(Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()[1])
     except (OSError, IndexError, ValueError):
         return None
+
+
+def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """git run by the person, outside the sandbox: what a planted hook or config would hijack."""
+    return subprocess.run(
+        ["git", "-C", str(root), "-c", "user.name=a", "-c", "user.email=a@b", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )

@@ -33,6 +33,7 @@ from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from .sandbox_support import (
     SECRET,
     Sandbox,
+    git,
     is_running,
     namespace_pids,
     open_sandbox,
@@ -49,16 +50,6 @@ PWNED_HOOK = '#!/bin/sh\ntouch "$(git rev-parse --show-toplevel)/pwned"\n'
 async def sandbox(tmp_path: Path) -> AsyncIterator[Sandbox]:
     async for opened in open_sandbox(tmp_path):
         yield opened
-
-
-def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """git run by the person, outside the sandbox: what a planted hook or config would hijack."""
-    return subprocess.run(
-        ["git", "-C", str(root), "-c", "user.name=a", "-c", "user.email=a@b", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 def stat_signature(path: Path) -> tuple[object, ...]:

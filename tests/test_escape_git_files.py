@@ -21,22 +21,12 @@ from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from tinyagent_fs.tools.result import ToolResult
 
-from .sandbox_support import require_sandbox
+from .sandbox_support import git, require_sandbox
 
 pytestmark = require_sandbox()
 
 HOOK = shlex.quote('#!/bin/sh\ntouch "$(git rev-parse --show-toplevel)/pwned"\n')
 PLANT = f"printf %s {HOOK} > {{0}}/pre-commit && chmod +x {{0}}/pre-commit"
-
-
-def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """git run by the person, outside the sandbox: what a planted hook or config hijacks."""
-    return subprocess.run(
-        ["git", "-C", str(root), "-c", "user.name=a", "-c", "user.email=a@b", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
 
 
 @pytest.fixture
