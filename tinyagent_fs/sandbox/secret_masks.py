@@ -257,6 +257,8 @@ def _cover(root_fd: int, relative: str, mask_fd: int, root: str, report: MaskRep
         finally:
             os.close(target)
     except OSError as exc:
+        if exc.errno in GONE:
+            return  # removed or swapped since it was planned: the next plan finds it
         report.failed.append(shown)
         raise MaskFailed(
             f"the secret {shown} could not be masked ({exc.strerror or exc}) after "
