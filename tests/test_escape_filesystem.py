@@ -8,6 +8,7 @@ files outside the roots, secrets, processes left behind, the toolkit's process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import json
 import os
@@ -67,17 +68,33 @@ async def test_git_symlink_swapper_never_puts_an_outside_dir_under_the_root(tmp_
     stop = threading.Event()
     swaps = 0
 
+    git_dir, real, link = root / ".git", root / ".git-real", root / ".git-link"
+
+    def put_real_git_back() -> None:
+        """The toolkit's quarantine renames a `.git` that is a symlink (or, racing this
+        thread, the real folder) aside between commands: start each swap afresh."""
+        aside = sorted(root.glob(".git.quarantined*"))
+        for path in (git_dir, link, *aside):
+            if path.is_symlink():
+                path.unlink()
+        for path in (real, *aside):
+            if path.is_dir() and not git_dir.exists():
+                os.rename(path, git_dir)
+
     def swapper() -> None:
         nonlocal swaps
-        git_dir, real, link = root / ".git", root / ".git-real", root / ".git-link"
         while not stop.is_set():
-            os.rename(git_dir, real)
-            os.symlink(outside, link)
-            os.rename(link, git_dir)
-            os.rename(git_dir, link)
-            os.unlink(link)
-            os.rename(real, git_dir)
-            swaps += 1
+            try:
+                os.rename(git_dir, real)
+                os.symlink(outside, link)
+                os.rename(link, git_dir)
+                os.rename(git_dir, link)
+                os.unlink(link)
+                os.rename(real, git_dir)
+                swaps += 1
+            except OSError:
+                with contextlib.suppress(OSError):
+                    put_real_git_back()
 
     thread = threading.Thread(target=swapper)
     thread.start()
