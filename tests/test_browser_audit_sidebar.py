@@ -9,7 +9,6 @@ with what to install: these tests are never skipped.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -19,10 +18,9 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from tests.jupyter_process import JupyterProcess, start_jupyter
 
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "browser"
 NOTEBOOK = "agent_edits.ipynb"
 PANEL = "#tinyagent-fs-audit"
@@ -53,16 +51,6 @@ print("escape:", result.text)""",
 ]
 
 
-def _require_browser() -> None:
-    missing = []
-    if not CHROMIUM.exists():
-        missing.append("Debian's chromium (apt-get install -y chromium)")
-    if importlib.util.find_spec("playwright") is None:
-        missing.append("the Python package playwright (pip install playwright)")
-    if missing:
-        pytest.fail("browser tests need " + " and ".join(missing), pytrace=False)
-
-
 @pytest.fixture(scope="module")
 def audit_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("browser-audit") / "audit.jsonl"
@@ -70,7 +58,7 @@ def audit_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, audit_log: Path) -> Iterator[JupyterProcess]:
-    _require_browser()
+    require_browser()
     root = tmp_path_factory.mktemp("browser-root")
     home = tmp_path_factory.mktemp("browser-home")
     notebook = nbformat.v4.new_notebook()
