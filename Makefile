@@ -7,6 +7,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 WITH_VENV := PATH="$(CURDIR)/$(BIN):$$PATH"
 LOCKS := requirements/build.lock requirements/dev.lock
+DEMO_LOCK := requirements/demo.lock
+LOCKED ?= $(VENV)/.locked
 LOCK_FLAGS := --universal --python-version 3.11 --generate-hashes --quiet
 LABEXT := tinyagent_fs/labextension/package.json
 LABEXT_SOURCES := $(wildcard labextension/src/*.ts labextension/style/* labextension/schema/*.json) \
@@ -28,6 +30,19 @@ $(VENV)/.locked: $(LOCKS)
 	$(BIN)/python -m pip check
 	touch $@
 
+# `make demo` needs only what Binder installs (demo.lock, about 220 MB, the dev
+# lock's versions): a current dev environment, a superset, serves as it is;
+# otherwise .venv is made from the demo lock, with pip's progress shown.
+$(VENV)/.demo-locked: requirements/build.lock $(DEMO_LOCK)
+	@if [ -f $(VENV)/.locked ] && [ $(VENV)/.locked -nt $(DEMO_LOCK) ] \
+		&& [ $(VENV)/.locked -nt requirements/dev.lock ]; then touch $@; else \
+		echo "Installing the demo's packages from $(DEMO_LOCK) (about 220 MB, once)"; \
+		rm -rf $(VENV) && $(PYTHON) -m venv $(VENV) \
+		&& $(BIN)/python -m pip install --require-hashes --no-deps -r requirements/build.lock \
+		&& $(BIN)/python -m pip install --require-hashes --no-deps --no-build-isolation \
+			-r $(DEMO_LOCK) \
+		&& $(BIN)/python -m pip check && touch $@; fi
+
 # `make test-latest` instead resolves the newest releases (build tools too).
 ifeq ($(RESOLVE),latest)
 $(STAMP): pyproject.toml
@@ -38,7 +53,7 @@ $(STAMP): pyproject.toml
 	touch $@
 else
 # The editable install builds the lab extension too (hatch-jupyter-builder runs jlpm).
-$(STAMP): $(VENV)/.locked pyproject.toml
+$(STAMP): $(LOCKED) pyproject.toml
 	$(WITH_VENV) $(BIN)/python -m pip install --quiet --no-deps --no-build-isolation -e .
 	touch $@
 endif
@@ -54,11 +69,13 @@ $(LABEXT): $(STAMP) $(LABEXT_SOURCES)
 labextension: $(LABEXT)
 
 # JupyterLab on the tour notebook, a sandboxed sample project, the audit sidebar open.
-demo: $(LABEXT)
+demo:
+	$(MAKE) labextension LOCKED=$(VENV)/.demo-locked
 	$(BIN)/python demo/lab.py
 
 # The same walk-through in a terminal, without Jupyter.
-demo-terminal: $(STAMP)
+demo-terminal:
+	$(MAKE) $(STAMP) LOCKED=$(VENV)/.demo-locked
 	$(BIN)/python -m tinyagent_fs.demo demo-project
 
 lint: $(STAMP) $(LABEXT)
@@ -86,6 +103,8 @@ lock: $(VENV)/.locked
 		-c requirements/build.lock $(LOCK_FLAGS) $(UPGRADE) -o requirements/dev.lock
 	$(BIN)/uv pip compile binder/requirements.txt -c requirements/dev.lock $(LOCK_FLAGS) \
 		--no-generate-hashes --no-annotate --no-emit-package tinyagent-fs -o binder/constraints.txt
+	$(BIN)/uv pip compile requirements/demo.in -c requirements/build.lock \
+		-c requirements/dev.lock $(LOCK_FLAGS) --no-emit-package tinyagent-fs -o $(DEMO_LOCK)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench_tools.py --output bench/results/tools.txt

@@ -20,7 +20,11 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 REPO = Path(__file__).resolve().parent.parent
-LOCKS = [REPO / "requirements" / "build.lock", REPO / "requirements" / "dev.lock"]
+LOCKS = [
+    REPO / "requirements" / "build.lock",
+    REPO / "requirements" / "dev.lock",
+    REPO / "requirements" / "demo.lock",
+]
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text())
 PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)==([^\s;\\]+)\s*(?:;\s*([^\\]+?))?\s*\\?$")
 
@@ -123,3 +127,19 @@ def test_a_leaked_resource_is_an_error_wherever_it_is_noticed() -> None:
     with pytest.raises(ResourceWarning):
         code = compile("warnings.warn('unclosed', ResourceWarning)", "dependency.py", "exec")
         exec(code, {"__name__": "some_dependency", "warnings": warnings})
+
+
+def test_the_demo_lock_is_what_binder_needs_at_the_dev_locks_versions_and_hashes() -> None:
+    dev = {(name, str(marker)): (v, set(h)) for name, v, marker, h in locked_entries(LOCKS[1])}
+    demo = locked_entries(LOCKS[2])
+    names = {name for name, *_ in demo}
+    assert {"jupyterlab", "ipywidgets", "ipykernel"} <= names
+    test_tools = {"pytest", "playwright", "hypothesis", "litellm", "ruff", "nbval", "mcp"}
+    assert not names & test_tools, "the demo installs test tools"
+    differ = [
+        f"{name}=={version}"
+        for name, version, marker, hashes in demo
+        if dev.get((name, str(marker)), (None, set()))[0] != version
+        or not set(hashes) <= dev[(name, str(marker))][1]
+    ]
+    assert not differ, f"requirements/demo.lock is not the dev lock (run `make lock`): {differ}"
