@@ -9,6 +9,7 @@ left, and later that the marker never appeared.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import sys
@@ -27,6 +28,7 @@ from .lifetime_support import (
     wait_for,
 )
 from .sandbox_support import (
+    git,
     is_running,
     namespace_pids,
     namespace_pids_of,
@@ -115,3 +117,83 @@ async def test_closing_the_provider_kills_a_running_command(tmp_path: Path) -> N
     assert not result.ok and result.error is not None
     assert result.error.code == "SANDBOX_FAILURE", result.text
     await assert_marker_never_appears(root)
+
+
+PLANT_AND_WAIT = (
+    "git init -q . && printf '#!/bin/sh\\ntouch \"$0.ran\"\\n' > .git/hooks/pre-commit"
+    " && chmod +x .git/hooks/pre-commit && echo started > started.txt && sleep 30"
+)
+"""A command that plants a hook, then keeps running until its toolkit is killed."""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+async def test_a_hook_planted_before_the_toolkit_died_is_quarantined(
+    tmp_path: Path, signum: int
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    toolkit = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-c",
+        TOOLKIT,
+        str(root),
+        PLANT_AND_WAIT,
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    assert toolkit.stdout is not None
+    await toolkit.stdout.readline()
+    await wait_for(root / "started.txt")
+    assert (root / ".git/hooks/pre-commit").exists()
+    toolkit.send_signal(signum)
+    assert await toolkit.wait() == -signum
+    hooks = root / ".git" / "hooks"
+    deadline = asyncio.get_running_loop().time() + 15
+    while (hooks / "pre-commit").exists():
+        assert asyncio.get_running_loop().time() < deadline, "the planted hook survived"
+        await asyncio.sleep(0.05)
+    aside = hooks / "pre-commit.quarantined"
+    assert aside.stat().st_mode & 0o777 == 0o600
+    git(
+        root,
+        "-c",
+        "user.name=p",
+        "-c",
+        "user.email=p@x",
+        "commit",
+        "-q",
+        "--allow-empty",
+        "-m",
+        "x",
+    )
+    assert not list(hooks.glob("*.ran")), "the person's git ran the planted hook"
+
+
+async def test_the_guardian_is_out_of_the_commands_reach_and_replaced_when_killed(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    provider = LinuxSandboxProvider(root, SandboxPolicy())
+    tools = FileTools(root, provider=provider, audit=False, journal=False)
+    try:
+        assert (await tools.run_command("true")).ok
+        guardian = provider._guardian._process
+        assert guardian is not None and guardian.poll() is None
+        pipe = os.fstat(provider._guardian._pipe)  # type: ignore[arg-type]
+        worker = provider.worker_pid
+        reachable = []
+        for pid in [worker, *namespace_pids(provider)]:
+            for fd in Path(f"/proc/{pid}/fd").iterdir():
+                with contextlib.suppress(OSError):
+                    info = fd.stat()
+                    reachable.append((info.st_dev, info.st_ino))
+        assert (pipe.st_dev, pipe.st_ino) not in reachable, "the worker holds the guardian's pipe"
+        guardian.kill()
+        guardian.wait()
+        assert (await tools.run_command("true")).ok
+        again = provider._guardian._process
+        assert again is not None and again is not guardian and again.poll() is None
+    finally:
+        await provider.close()
+    assert again.poll() is not None, "the guardian outlived the provider"

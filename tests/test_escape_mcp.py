@@ -33,12 +33,15 @@ def audited(audit_dir: Path) -> list[dict[str, Any]]:
 
 
 def descendants(pid: int) -> list[int]:
-    """Every live process below ``pid``: the sandbox worker and what its commands run."""
+    """Every live process below ``pid``: the sandbox worker and what its commands run
+    (not the guardian that settles for a command if the server dies: it is no command's)."""
     parents: dict[int, int] = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             try:
                 stat = Path(f"/proc/{name}/stat").read_text()
+                if b"settle_guardian" in Path(f"/proc/{name}/cmdline").read_bytes():
+                    continue
             except OSError:
                 continue
             parents[int(name)] = int(stat.rsplit(") ", 1)[1].split()[1])

@@ -28,7 +28,7 @@ import tempfile
 import threading
 import time
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
@@ -46,6 +46,7 @@ from . import code_watch, wire, worker_launch
 from .base import Provider
 from .hang_up import COMMAND_KILLED, HangUp
 from .reply_queue import STALL_CHECK_S, ReplyQueue, WorkerStalled
+from .settle_guardian import GuardianUnavailable, SettleGuardian
 from .worker_slot import WorkerSlot
 
 COMMAND_MARGIN_S = 5.0
@@ -122,7 +123,8 @@ class LinuxSandboxProvider(Provider):
         self._commands: set[HangUp] = set()
         """Commands sent from an event loop and not yet answered: ``close`` ends them."""
         self._slot = WorkerSlot()
-        self._finalizer = weakref.finalize(self, self._slot.release)
+        self._guardian = SettleGuardian()
+        self._finalizer = weakref.finalize(self, _release, self._slot, self._guardian)
         self._protected: dict[tuple[str, str], tuple[int, int]] = {}
         """Identity of each file the current worker protects, as the toolkit saw it."""
         self.report: dict[str, Any] = {}
@@ -293,8 +295,29 @@ class LinuxSandboxProvider(Provider):
                 self._mask_for_command(before)
             sock = self._ensure_worker(known=before)
             armed = hang_up.armed(sock, self._slot.stop) if hang_up else contextlib.nullcontext()
-            with armed:
+            with armed, self._settled_even_if_we_die(before):
                 return self._exchange(op, kwargs, sock, timeout, word, before)
+
+    @contextlib.contextmanager
+    def _settled_even_if_we_die(self, before: CodeFiles | None) -> Iterator[None]:
+        """A command's after-walk handed to the guardian for as long as it may be pending."""
+        if before is None:
+            yield
+            return
+        assert self.worker_pid is not None
+        try:
+            self._guardian.pending(self.worker_pid, self._protect, before)
+        except GuardianUnavailable as exc:
+            raise ToolError(
+                ErrorCode.SANDBOX_FAILURE,
+                f"the command was not run: {exc}, so what it wrote would go unchecked "
+                "if the toolkit died meanwhile",
+                details={"cause": "guardian_unavailable"},
+            ) from None
+        try:
+            yield
+        finally:
+            self._guardian.settled()
 
     def _exchange(
         self,
@@ -435,7 +458,7 @@ class LinuxSandboxProvider(Provider):
 
     def close_sync(self) -> None:
         with self._lock:
-            self._slot.release()
+            _release(self._slot, self._guardian)
 
     def describe(self) -> dict[str, Any]:
         info = super().describe()
@@ -647,3 +670,9 @@ def _note_limit(result: Any, limit: str, value: int) -> None:
     if isinstance(result, dict) and not result.get("limit_exceeded"):
         result["limit_exceeded"] = limit
         result["limit_message"] = f"the command hit the {limit} limit ({value})"
+
+
+def _release(slot: WorkerSlot, guardian: SettleGuardian) -> None:
+    """The worker and the guardian ended (a provider closed or dropped)."""
+    slot.release()
+    guardian.close()

@@ -43,18 +43,17 @@ WORKER_DEPENDENCIES = ("pyseccomp", "charset_normalizer")
 """Third-party modules the worker's primitives import; they import only the stdlib."""
 
 BOOTSTRAP = """\
-import sys, types
-fd, package = int(sys.argv[1]), sys.argv[2]
-sys.path.extend(sys.argv[3:])
+import importlib, sys, types
+module, fd, package = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+sys.path.extend(sys.argv[4:])
 bare = types.ModuleType("tinyagent_fs")
 bare.__path__ = [package]
 sys.modules["tinyagent_fs"] = bare
-from tinyagent_fs.providers.worker import main
-main(fd)
+importlib.import_module("tinyagent_fs.providers." + module).main(fd)
 """
-"""Loads ``tinyagent_fs`` as a bare package so the worker imports only the
-primitives, not the toolkit facade that the package's ``__init__`` pulls in.
-The dependency directories go after the stdlib, never in front of it."""
+"""Loads ``tinyagent_fs`` as a bare package so the worker (and the settle guardian)
+import only what they run, not the toolkit facade that the package's ``__init__``
+pulls in. The dependency directories go after the stdlib, never in front of it."""
 
 
 def interpreter() -> str:
@@ -78,8 +77,14 @@ def dependency_dirs() -> list[str]:
     return list(dict.fromkeys(dirs))
 
 
+def bare_argv(module: str, fd: int) -> list[str]:
+    """Run ``tinyagent_fs.providers.<module>.main(fd)`` in a fresh isolated interpreter."""
+    start = [interpreter(), "-I", "-S", "-c", BOOTSTRAP]
+    return [*start, module, str(fd), package_dir(), *dependency_dirs()]
+
+
 def worker_argv(fd: int) -> list[str]:
-    return [interpreter(), "-I", "-S", "-c", BOOTSTRAP, str(fd), package_dir(), *dependency_dirs()]
+    return bare_argv("worker", fd)
 
 
 def readable_paths() -> list[str]:
