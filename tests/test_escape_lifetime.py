@@ -59,21 +59,26 @@ asyncio.run(main())
 """A toolkit with the Linux sandbox that runs one command through FileTools."""
 
 
-@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
-async def test_a_command_dies_with_the_toolkit(tmp_path: Path, signum: int) -> None:
-    root = tmp_path / "root"
-    root.mkdir()
+async def start_toolkit(root: Path, command: str) -> tuple[asyncio.subprocess.Process, int]:
+    """The toolkit process running ``command`` in ``root``, and its worker's pid."""
     toolkit = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         TOOLKIT,
         str(root),
-        COMMAND,
+        command,
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
     assert toolkit.stdout is not None
-    worker = int((await toolkit.stdout.readline()).decode())
+    return toolkit, int((await toolkit.stdout.readline()).decode())
+
+
+@pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+async def test_a_command_dies_with_the_toolkit(tmp_path: Path, signum: int) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    toolkit, worker = await start_toolkit(root, COMMAND)
     await wait_for(root / "started.txt")
     inside = namespace_pids_of(served_pid_of(worker))
     assert len(inside) >= 3, "the worker, the shell and sleep should be running"
@@ -132,17 +137,7 @@ async def test_a_hook_planted_before_the_toolkit_died_is_quarantined(
 ) -> None:
     root = tmp_path / "root"
     root.mkdir()
-    toolkit = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        TOOLKIT,
-        str(root),
-        PLANT_AND_WAIT,
-        stdout=asyncio.subprocess.PIPE,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-    )
-    assert toolkit.stdout is not None
-    await toolkit.stdout.readline()
+    toolkit, _ = await start_toolkit(root, PLANT_AND_WAIT)
     await wait_for(root / "started.txt")
     assert (root / ".git/hooks/pre-commit").exists()
     toolkit.send_signal(signum)
