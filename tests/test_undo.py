@@ -8,7 +8,10 @@ from pathlib import Path
 import pytest
 
 from tinyagent_fs import FileTools
+from tinyagent_fs.errors import ToolError
 from tinyagent_fs.hooks import AutoApprovePolicy, DenyAllPolicy
+from tinyagent_fs.journal import UndoJournal
+from tinyagent_fs.providers.local import LocalProvider
 
 ODD_BYTES = b"\xef\xbb\xbfline one\r\nline two\rmixed\n\xc3\xa9 no final newline"
 
@@ -91,3 +94,60 @@ async def test_nothing_to_undo(project: Path, audit, tmp_path: Path) -> None:
 async def test_journal_lives_outside_the_root(fs: FileTools, project: Path) -> None:
     await fs.write_file("a.txt", "x")
     assert not fs.journal.directory.resolve().is_relative_to(project.resolve())
+
+
+def journal_bytes(journal: UndoJournal) -> int:
+    """What the journal's entries hold on disk (manifests and old contents)."""
+    return sum(
+        path.stat().st_size for path in journal.directory.iterdir() if path.name[:1].isdigit()
+    )
+
+
+async def test_the_journal_is_bounded_by_bytes_oldest_dropped_first_and_undo_says_so(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    journal = UndoJournal(tmp_path / "journal", max_bytes=64 * 1024)
+    async with FileTools(
+        root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False, journal=journal
+    ) as tools:
+        ids = []
+        for index in range(40):
+            result = await tools.write_file("data.bin", f"{index:08d}" * 1024)
+            assert result.ok, result.text
+            ids.append(result.data["change_id"])
+        journal.settle()
+        assert journal_bytes(journal) <= 64 * 1024
+        gone = await tools.undo(ids[0])
+        assert gone.error is not None and gone.error.code == "NOT_FOUND"
+        assert f"change {ids[0]} can no longer be undone" in gone.text
+        assert "dropped on" in gone.text and "64.0 KiB" in gone.text
+        assert (await tools.undo()).ok
+        assert (root / "data.bin").read_text() == f"{38:08d}" * 1024
+
+
+async def test_the_newest_change_is_kept_even_when_it_alone_is_over_the_budget(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "big.txt").write_text("old\n" * 10_000)
+    journal = UndoJournal(tmp_path / "journal", max_bytes=1000)
+    async with FileTools(
+        root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False, journal=journal
+    ) as tools:
+        assert (await tools.write_file("big.txt", "new\n")).ok
+        journal.settle()
+        assert (await tools.undo()).ok
+    assert (root / "big.txt").read_text() == "old\n" * 10_000
+
+
+def test_the_byte_budget_comes_from_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TINYAGENT_FS_JOURNAL_MAX_BYTES", "5000")
+    assert UndoJournal(tmp_path / "journal").max_bytes == 5000
+    monkeypatch.setenv("TINYAGENT_FS_JOURNAL_MAX_BYTES", "lots")
+    with pytest.raises(ToolError, match="must be a number of bytes"):
+        UndoJournal(tmp_path / "journal")

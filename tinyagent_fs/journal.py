@@ -67,10 +67,18 @@ from .journal_trust import ForgedEntry, ManifestSigner, check_change_id, read_st
 from .kept_threads import KeptThreads
 
 JOURNAL_ENV = "TINYAGENT_FS_JOURNAL_DIR"
+MAX_BYTES_ENV = "TINYAGENT_FS_JOURNAL_MAX_BYTES"
 KEEP_ENTRIES = 200
 PRUNE_SLACK = KEEP_ENTRIES // 10
 """Entries allowed above ``KEEP_ENTRIES`` before a prune, so that pruning runs once
 in a while for a batch of entries rather than for one at every change."""
+DEFAULT_MAX_BYTES = 2 * 1024**3
+FREE_SPACE_SHARE = 0.25
+"""The old contents kept never take more than this share of the journal's file
+system (its free space plus what the journal holds), whatever ``max_bytes`` says."""
+DROPPED = "dropped.log"
+"""Change ids dropped to stay within the bounds, so that undo can say so."""
+DROPPED_MAX_BYTES = 256 * 1024
 ENTRY_NAME = re.compile(
     r"(?P<stem>(?P<created>[0-9]{20})-(?P<change_id>[0-9a-f]{12}))(?P<pending>\.pending)?\.json"
 )
@@ -116,8 +124,14 @@ def default_journal_dir(root: Path) -> Path:
 
 
 class UndoJournal:
-    def __init__(self, directory: Path) -> None:
+    """Old contents of the newest ``KEEP_ENTRIES`` changes, at most ``max_bytes`` of them
+    (default ``$TINYAGENT_FS_JOURNAL_MAX_BYTES`` or 2 GiB, and never more than a quarter
+    of the file system), the oldest dropped first; the newest change is always kept."""
+
+    def __init__(self, directory: Path, max_bytes: int | None = None) -> None:
         self.directory = directory
+        self.max_bytes = max_bytes if max_bytes is not None else _configured_max_bytes()
+        self._kept_since_prune = 0
         self._signer = ManifestSigner(directory)
         self._checked_root: Path | None = None
         self._unfinished: dict[str, tuple[str, dict[str, Any]]] = {}
@@ -190,7 +204,11 @@ class UndoJournal:
                 if kept is not None:
                     drop_cached(self.directory / kept)
         self._finished_since_prune += 1
-        if self._finished_since_prune >= PRUNE_SLACK:
+        self._kept_since_prune += manifest.get("kept_bytes", 0)
+        if (
+            self._finished_since_prune >= PRUNE_SLACK
+            or self._kept_since_prune * PRUNE_SLACK >= self.max_bytes
+        ):
             self._prune()
 
     def abandon(self, change_id: str) -> None:
@@ -278,12 +296,14 @@ class UndoJournal:
             }
             for index, change in enumerate(changes)
         ]
+        kept = [data for change in changes for data in (change.old_bytes, change.dest_old_bytes)]
         manifest = {
             "change_id": changeset.change_id,
             "tool": changeset.tool,
             "status": "pending",
             "created": created / 1e9,
             "files": files,
+            "kept_bytes": sum(len(data) for data in kept if data is not None),
             "undone_by": None,
         }
         write_new_file(
@@ -343,14 +363,77 @@ class UndoJournal:
         write_new_file(staged, self._signer.signed(manifest), None)
         os.replace(staged, self.directory / f"{stem}.json")
 
+    def dropped(self, change_id: str) -> str | None:
+        """Why ``change_id`` is no longer kept, if it was dropped to stay within bounds."""
+        with contextlib.suppress(FileNotFoundError):
+            for line in (self.directory / DROPPED).read_text().splitlines():
+                dropped_id, _, why = line.partition(" ")
+                if dropped_id == change_id:
+                    return why
+        return None
+
+    def bounds(self) -> str:
+        """What the journal keeps, in words."""
+        return (
+            f"the undo journal keeps the newest {KEEP_ENTRIES} changes and at most "
+            f"{_size(self.max_bytes)} of old content (never more than a quarter of its disk), "
+            "dropping the oldest first"
+        )
+
     def _prune(self) -> None:
-        """Drop the oldest entries beyond ``KEEP_ENTRIES``, once there are
-        ``PRUNE_SLACK`` more: one listing every ``PRUNE_SLACK`` changes."""
+        """Drop the oldest entries beyond ``KEEP_ENTRIES`` (once there are ``PRUNE_SLACK``
+        more: one listing every ``PRUNE_SLACK`` changes) or beyond the byte budget, but
+        never the newest entry nor one being written."""
         self._finished_since_prune = 0
+        self._kept_since_prune = 0
         manifests = self._manifest_names()
-        if len(manifests) <= KEEP_ENTRIES + PRUNE_SLACK:
-            return
-        self._remove_entries({found["stem"] for found in manifests[:-KEEP_ENTRIES]})
+        sizes = self._sizes()
+        held = sum(sizes.get(found["stem"], 0) for found in manifests)
+        budget = min(self.max_bytes, int(FREE_SPACE_SHARE * (self._free_bytes() + held)))
+        over_count = len(manifests) - KEEP_ENTRIES
+        if over_count <= PRUNE_SLACK:
+            over_count = 0  # the count waits for a batch; the bytes do not
+        busy = {stem for stem, _ in list(self._unfinished.values())}
+        drop: list[re.Match[str]] = []
+        for index, found in enumerate(manifests[:-1]):
+            if found["stem"] in busy:
+                continue
+            if index >= over_count and held <= budget:
+                break
+            drop.append(found)
+            held -= sizes.get(found["stem"], 0)
+        if drop:
+            self._note_dropped(drop, time.time())
+            self._remove_entries({found["stem"] for found in drop})
+
+    def _sizes(self) -> dict[str, int]:
+        """Bytes each entry holds on disk, by stem."""
+        sizes: dict[str, int] = {}
+        with os.scandir(self.directory) as entries:
+            for entry in entries:
+                stem = entry.name.split(".", 1)[0]
+                with contextlib.suppress(FileNotFoundError):
+                    sizes[stem] = sizes.get(stem, 0) + entry.stat(follow_symlinks=False).st_size
+        return sizes
+
+    def _free_bytes(self) -> int:
+        info = os.statvfs(self.directory)
+        return info.f_bavail * info.f_frsize
+
+    def _note_dropped(self, dropped: list[re.Match[str]], when: float) -> None:
+        stamp = time.strftime("%Y-%m-%d %H:%M", time.localtime(when))
+        lines = "".join(f"{found['change_id']} dropped on {stamp}\n" for found in dropped)
+        path = self.directory / DROPPED
+        with contextlib.suppress(FileNotFoundError):
+            if path.stat().st_size > DROPPED_MAX_BYTES:
+                kept = path.read_text().splitlines(keepends=True)
+                lines = "".join(kept[len(kept) // 2 :]) + lines
+                path.unlink()
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            write_all(fd, lines.encode())
+        finally:
+            os.close(fd)
 
     def _remove_entries(self, stems: set[str]) -> None:
         """Every file of these entries (all their names start with the stem)."""
@@ -387,6 +470,24 @@ class UndoJournal:
             files=files,
             undone_by=manifest.get("undone_by"),
         )
+
+
+def _configured_max_bytes() -> int:
+    text = os.environ.get(MAX_BYTES_ENV, "")
+    try:
+        return int(text) if text else DEFAULT_MAX_BYTES
+    except ValueError:
+        raise ToolError(
+            ErrorCode.INVALID_ARGUMENT,
+            f"${MAX_BYTES_ENV} must be a number of bytes, not {text!r}",
+        ) from None
+
+
+def _size(count: int) -> str:
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count} bytes"
 
 
 def _overwrite(path: Path, data: bytes) -> None:

@@ -22,6 +22,14 @@ async def plan_undo(ctx: ToolContext, args: dict[str, Any]) -> Plan:
     wanted = args["change_id"]
     entry = journal.get(wanted) if wanted else journal.last_undoable()
     if entry is None or entry.status != "committed":
+        dropped = journal.dropped(wanted) if wanted else None
+        if dropped is not None:
+            raise ToolError(
+                ErrorCode.NOT_FOUND,
+                f"change {wanted} can no longer be undone: its old content was {dropped}, "
+                f"because {journal.bounds()}",
+                "restore it by hand (from version control, say)",
+            )
         raise ToolError(
             ErrorCode.NOT_FOUND,
             f"no committed change {wanted!r}" if wanted else "there is no change to undo",
