@@ -139,11 +139,12 @@ def _rlimits(limits: dict[str, int | None]) -> list[tuple[int, int, int]]:
 
 
 def _limit_lock(rlimits: list[tuple[int, int, int]]) -> Any:
-    """The filter that freezes these limits, built before the fork (pyseccomp is loaded lazily:
-    importing it runs ldconfig, which a toolkit that never limits a command should not pay)."""
-    from ..sandbox.seccomp_filter import limit_lock
+    """The filter that freezes these limits, compiled before the fork (pyseccomp is loaded
+    lazily: importing it runs ldconfig, which a toolkit that never limits a command should
+    not pay)."""
+    from ..sandbox.seccomp_filter import CompiledLimitLock
 
-    return limit_lock([which for which, _, _ in rlimits])
+    return CompiledLimitLock([which for which, _, _ in rlimits])
 
 
 def _apply_rlimits(rlimits: list[tuple[int, int, int]], lock: Any) -> None:
