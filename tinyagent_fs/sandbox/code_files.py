@@ -18,11 +18,15 @@ command, by descriptor (openat2 beneath the root, no symlinks followed):
   folder's write permission; an entry that cannot be moved is removed, and
   one that cannot be removed either fails the call.
 
-Watched: every ``.git`` at any depth (folder, file or symlink) and, in a git
-folder, ``hooks`` and each hook, ``config``, ``config.worktree``,
-``commondir``, ``worktrees/*/{config.worktree,commondir,gitdir}`` and the
-same in ``modules/*`` (nested); every ``.gitmodules``; at a root, the shell rc
-files and ``.tinyagentignore`` (only the person makes policy).
+Watched: every ``.git`` at any depth (folder, file or symlink) and every
+folder git would take for a git directory by what it holds (``is_git_dir``: a
+bare repository, or a root made one), and in each ``hooks`` and each hook,
+``config``, ``config.worktree``, ``commondir``,
+``worktrees/*/{config.worktree,commondir,gitdir}`` and the same in ``modules/*``
+(nested); every ``.gitmodules``; at a root, the shell rc files, the home
+folder's startup files (``HOME_FILES``, each entry of ``ROOT_FOLDERS``, and the
+folders above them, a symlink there included) and ``.tinyagentignore`` (only the
+person makes policy).
 """
 
 from __future__ import annotations
@@ -37,15 +41,22 @@ from dataclasses import dataclass, field
 
 from . import kernel_calls as kc
 from .protected_paths import (
+    GIT_DIR_OWN,
     GIT_READ_ONLY,
     MAX_MODULE_DEPTH,
     MAX_SCAN_DEPTH,
     QUARANTINE_SUFFIX,
-    RC_FILES,
     ROOT_FILES,
+    ROOT_FOLDERS,
+    is_git_dir,
 )
 
-ROOT_ENTRIES = frozenset({*RC_FILES, ".tinyagentignore"})
+ROOT_PROTECTED = frozenset({*ROOT_FILES, *ROOT_FOLDERS})
+ROOT_CONTAINERS = frozenset(
+    {*ROOT_FOLDERS}
+    | {path.rsplit("/", up)[0] for path in ROOT_PROTECTED for up in range(1, path.count("/") + 1)}
+)
+"""At a root, the folders of watched files, watched by identity (``.config`` made a symlink)."""
 GIT_FILES = ("config", "config.worktree", "commondir")
 WORKTREE_FILES = ("config.worktree", "commondir", "gitdir")
 CONTAINERS = frozenset({".git", "hooks", "worktrees", "modules"})
@@ -93,40 +104,55 @@ class _Walk:
         self.root_fd, self.root, self.found, self.before = root_fd, root, found, before
 
     def run(self) -> None:
-        pending = [""]
+        for relative in sorted(ROOT_CONTAINERS | set(ROOT_FILES)):
+            self._add(relative)
+        for folder in ROOT_FOLDERS:
+            self._add_each(folder)
+        pending = [("", False)]
         while pending:
-            relative_dir = pending.pop()
-            for name, is_dir in self._list(relative_dir):
-                relative = f"{relative_dir}/{name}" if relative_dir else name
+            relative_dir, covered = pending.pop()
+            entries = self._list(relative_dir)
+            git_dir = not covered and is_git_dir({name for name, _ in entries})
+            if git_dir:
+                self._git_dir(relative_dir, 0)
+                if relative_dir:
+                    self._protectable(relative_dir)
+            for name, is_dir in entries:
+                relative = _join(relative_dir, name)
                 if name == ".git":
                     self._add(relative)
                     if is_dir:
                         self._git_dir(relative, 0)
                     continue
-                if name == ".gitmodules" or (not relative_dir and name in ROOT_ENTRIES):
+                if name == ".gitmodules":
                     self._add(relative)
                 if is_dir and relative.count("/") >= MAX_SCAN_DEPTH:
                     self.found.too_deep.append(self._path(relative))
                 elif is_dir:
-                    pending.append(relative)
+                    pending.append((relative, covered or (git_dir and name in GIT_DIR_OWN)))
 
     def _git_dir(self, git: str, depth: int) -> None:
         """The code-running entries of one git folder, then of each submodule's beneath it."""
         for name in GIT_READ_ONLY:
-            self._protectable(f"{git}/{name}")
-        for name in (*GIT_FILES, "hooks", "worktrees", "modules"):
-            self._add(f"{git}/{name}")
-        for name, _ in self._list(f"{git}/hooks"):
-            if not name.endswith(NOT_RUN):
-                self._add(f"{git}/hooks/{name}")
-        for name, _ in self._list(f"{git}/worktrees"):
-            self._add(f"{git}/worktrees/{name}")
+            self._protectable(_join(git, name))
+        for name in (*GIT_FILES, "worktrees", "modules"):
+            self._add(_join(git, name))
+        self._add_each(_join(git, "hooks"))
+        for name, _ in self._list(_join(git, "worktrees")):
+            self._add(_join(git, f"worktrees/{name}"))
             for entry in WORKTREE_FILES:
-                self._add(f"{git}/worktrees/{name}/{entry}")
+                self._add(_join(git, f"worktrees/{name}/{entry}"))
         if depth < MAX_MODULE_DEPTH:
-            for name, _ in self._list(f"{git}/modules"):
-                self._add(f"{git}/modules/{name}")
-                self._git_dir(f"{git}/modules/{name}", depth + 1)
+            for name, _ in self._list(_join(git, "modules")):
+                self._add(_join(git, f"modules/{name}"))
+                self._git_dir(_join(git, f"modules/{name}"), depth + 1)
+
+    def _add_each(self, folder: str) -> None:
+        """A folder whose every entry runs code (hooks), and each entry git or a shell may run."""
+        self._add(folder)
+        for name, _ in self._list(folder):
+            if not name.endswith(NOT_RUN):
+                self._add(f"{folder}/{name}")
 
     def _stat(self, relative: str) -> os.stat_result | None:
         parent, name = os.path.split(relative)
@@ -155,7 +181,7 @@ class _Walk:
         if not (stat.S_ISDIR(info.st_mode) and is_container(relative)):
             stamp += (info.st_size, info.st_mtime_ns, info.st_ctime_ns)
         self.found.entries[(self.root, relative)] = stamp
-        if os.path.basename(relative) == ".git" or relative in ROOT_FILES:
+        if os.path.basename(relative) == ".git" or relative in ROOT_PROTECTED:
             self._protectable(relative, info)
 
     def _protectable(self, relative: str, info: os.stat_result | None = None) -> None:
@@ -212,9 +238,17 @@ class _Walk:
 
 
 def is_container(relative: str) -> bool:
-    """A folder that only holds watched entries: ``.git``, ``hooks``, a worktree's, a module's."""
+    """A folder that only holds watched entries: ``.git``, ``hooks``, a worktree's, a module's,
+    a root's ``.config`` and the like."""
     parent, name = os.path.split(relative)
-    return name in CONTAINERS or os.path.basename(parent) in ("worktrees", "modules")
+    return (
+        name in CONTAINERS or os.path.basename(parent) in GIT_DIR_OWN or relative in ROOT_CONTAINERS
+    )
+
+
+def _join(folder: str, relative: str) -> str:
+    """``relative`` beneath ``folder``, where ``""`` is the root."""
+    return f"{folder}/{relative}" if folder else relative
 
 
 def changed(before: CodeFiles, after: CodeFiles) -> list[Key]:

@@ -12,11 +12,13 @@ tools refuse these paths in the guard; shell commands meet two walls here.
    links) and bound onto itself *by that descriptor* (open_tree + move_mount).
    A name is never looked up twice, so a ``.git`` swapped with a symlink at any
    moment yields either the real directory (protected where it really is) or a
-   refusal (ELOOP), never a mount of something outside. ``.git`` itself is
-   pinned (a mount point cannot be renamed or removed: EBUSY); hooks, config,
+   refusal (ELOOP), never a mount of something outside. A git directory (a
+   ``.git``, or any folder git would take for one: :func:`is_git_dir`) is
+   pinned (a mount point cannot be renamed or removed: EBUSY); its hooks, config,
    config.worktree, commondir, info, worktrees, modules/*/hooks and config, a
-   ``.git`` file, ``.gitmodules``, ``.tinyagentignore`` and the rc files become
-   read-only (EROFS; hard links out of them fail with EXDEV).
+   ``.git`` file, ``.gitmodules``, ``.tinyagentignore``, the rc files and the home
+   folder's startup files become read-only (EROFS; hard links out of them fail
+   with EXDEV).
 2. Around every command, the toolkit itself watches these files, by
    descriptor, and moves aside whatever code-running file the command created
    or changed (``code_files``): a path that did not exist when the worker
@@ -28,7 +30,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from . import kernel_calls as kc
@@ -44,7 +46,34 @@ RC_FILES: tuple[str, ...] = (
     ".zprofile",
     ".zlogin",
 )
-ROOT_FILES: tuple[str, ...] = (".gitmodules", ".tinyagentignore", *RC_FILES)
+HOME_FILES: tuple[str, ...] = (
+    ".gitconfig",
+    ".config/git/config",
+    ".bash_aliases",
+    ".inputrc",
+    ".zlogout",
+    ".config/fish/config.fish",
+    ".envrc",
+    ".pam_environment",
+    ".xprofile",
+    ".xsessionrc",
+    ".xsession",
+    ".xinitrc",
+    ".ssh/rc",
+    ".ssh/config",
+    ".ssh/environment",
+    ".ssh/authorized_keys",
+    ".ssh/authorized_keys2",
+)
+"""Files at a root that run code (or let someone in) when it is a person's home folder."""
+ROOT_FOLDERS: tuple[str, ...] = (
+    ".config/fish/conf.d",
+    ".config/autostart",
+    ".config/systemd/user",
+    ".config/environment.d",
+)
+"""Folders at a root whose every entry runs code: read-only as a whole, each entry watched."""
+ROOT_FILES: tuple[str, ...] = (".gitmodules", ".tinyagentignore", *RC_FILES, *HOME_FILES)
 GIT_READ_ONLY: tuple[str, ...] = (
     "hooks",
     "config",
@@ -53,6 +82,8 @@ GIT_READ_ONLY: tuple[str, ...] = (
     "info",
     "worktrees",
 )
+GIT_DIR_OWN = frozenset({"modules", "worktrees"})
+"""A git directory's folders of git directories, protected with it: not looked at again."""
 QUARANTINE_SUFFIX = ".quarantined"
 READ_ONLY = kc.MOUNT_ATTR_RDONLY | kc.MOUNT_ATTR_NOSUID | kc.MOUNT_ATTR_NODEV
 MAX_MODULE_DEPTH = 4
@@ -80,6 +111,15 @@ class Protection:
         }
 
 
+def is_git_dir(names: Collection[str]) -> bool:
+    """Whether git may take a folder holding ``names`` for a git directory, and read its
+    config and hooks: git's ``is_git_directory`` wants HEAD, objects and refs, the last
+    two looked up through ``commondir`` when it exists. Judged by names alone and
+    conservatively: HEAD with commondir, or objects with refs (HEAD or not: a common
+    directory needs none, and its config is the one git reads)."""
+    return ("objects" in names and "refs" in names) or ("HEAD" in names and "commondir" in names)
+
+
 def protect(roots: Iterable[str]) -> Protection:
     """Bind the protected paths of every root read-only, by descriptor.
 
@@ -91,7 +131,7 @@ def protect(roots: Iterable[str]) -> Protection:
         root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
         try:
             _protect_git(root_fd, root, ".git", result)
-            for name in ROOT_FILES:
+            for name in (*ROOT_FILES, *ROOT_FOLDERS):
                 _protect_one(root_fd, root, name, result)
         finally:
             os.close(root_fd)
@@ -99,8 +139,9 @@ def protect(roots: Iterable[str]) -> Protection:
 
 
 def protect_nested(nested_git: dict[str, list[str]], result: Protection) -> None:
-    """Pin each ``.git`` found deeper in a root (vendored repositories, submodule
-    checkouts) and protect its code-running entries like the root's own.
+    """Pin each git directory found in a root but its own ``.git`` (vendored
+    repositories, submodule checkouts, bare repositories, the root itself made one:
+    ``""``) and protect its code-running entries like the root's ``.git``.
 
     Kept apart from :func:`protect` because their number is the tree's: a mount
     that fails here (OSError) refuses commands, not the file tools.
@@ -119,7 +160,11 @@ def _protect_git(root_fd: int, root: str, relative: str, result: Protection) -> 
 
     The entries are looked up from the pinned mount itself, never by the name
     ``.git`` again: a directory swapped in under that name meanwhile gets nothing.
+    The root itself is not pinned: no command can rename it (its parent is not writable).
     """
+    if not relative:
+        _protect_git_dir(root_fd, root, result, 0)
+        return
     git = _open(root_fd, relative, root, result)
     if git is None:
         return

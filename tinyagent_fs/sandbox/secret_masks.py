@@ -31,12 +31,12 @@ from typing import Any
 from ..errors import ToolError
 from ..ops.ignore import IgnoreRules, load_ignore_rules
 from . import kernel_calls as kc
-from .protected_paths import MAX_SCAN_DEPTH
+from .protected_paths import GIT_DIR_OWN, MAX_SCAN_DEPTH, is_git_dir
 
 STAGING = "/.tinyagent-masks"
 MASK_ATTRIBUTES = kc.MOUNT_ATTR_RDONLY | kc.MOUNT_ATTR_NOSUID | kc.MOUNT_ATTR_NODEV
 MOUNTS_PER_NESTED_GIT = 7
-"""A nested ``.git`` is pinned and up to six entries bound read-only (``protected_paths``)."""
+"""A nested git directory is pinned and up to six entries bound read-only (``protected_paths``)."""
 GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
 """A folder listed, then removed or swapped for a file or a symlink before it was
 opened: nothing is left under that name to mask."""
@@ -95,8 +95,10 @@ def plan_masks(
 ) -> MaskPlan:
     """Walk every root once (symlinks not followed, denied folders not entered).
 
-    ``protected``: the writable roots, whose nested ``.git`` entries are
-    protected too (the same walk finds them). The plan refuses when a
+    ``protected``: the writable roots, whose git directories (a nested ``.git``,
+    or a folder git would take for one, the root itself included) are protected
+    too (the same walk finds them; a ``.git`` and the git directories of a git
+    directory, its modules and worktrees, are protected with it). The plan refuses when a
     directory cannot be walked or when it needs more than ``max_mounts`` mounts.
     """
     started = time.perf_counter()
@@ -152,12 +154,16 @@ def _walk(
     nested_git = plan.nested_git.setdefault(root, []) if nested else []
     root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
-        pending = [""]
+        pending = [("", False)]
         while pending:
-            relative_dir = pending.pop()
+            relative_dir, covered = pending.pop()
             entries = _entries(root_fd, relative_dir, root)
             plan.entries_walked += len(entries)
-            suspects = rules.denial_candidates([name for name, _ in entries])
+            names = [name for name, _ in entries]
+            suspects = rules.denial_candidates(names)
+            git_dir = not covered and is_git_dir(set(names))
+            if nested and git_dir:
+                nested_git.append(relative_dir)
             for name, is_dir in entries:
                 relative = f"{relative_dir}/{name}" if relative_dir else name
                 if (suspects is None or name in suspects) and rules.is_denied(relative, is_dir):
@@ -168,7 +174,8 @@ def _walk(
                 if is_dir and relative.count("/") >= MAX_SCAN_DEPTH:
                     raise _TooDeep(os.path.join(root, relative))
                 if is_dir:
-                    pending.append(relative)
+                    inside = name == ".git" or (git_dir and name in GIT_DIR_OWN)
+                    pending.append((relative, covered or inside))
     finally:
         os.close(root_fd)
 
