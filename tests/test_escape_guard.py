@@ -433,3 +433,38 @@ def test_journal_prunes_in_batches_and_keeps_the_newest(tmp_path: Path) -> None:
     assert set(ids[-len(kept) :]) == kept
     last = journal.last_undoable()
     assert last is not None and last.change_id == ids[-1]
+
+
+@pytest.mark.parametrize(
+    "path", [".bashrc", ".gitconfig", ".gitmodules", ".ssh/authorized_keys", ".config/autostart/x"]
+)
+async def test_file_tools_never_write_a_file_that_makes_git_or_a_shell_run_code(
+    fs: FileTools, project: Path, path: str
+) -> None:
+    result = await fs.write_file(path, "touch pwned\n")
+    assert result.error is not None and result.error.code == "DENIED_PATTERN", result.text
+    assert not (project / path).exists()
+
+
+async def test_file_tools_never_write_into_or_make_a_git_directory_by_content(
+    fs: FileTools, project: Path
+) -> None:
+    (project / "backup.git" / "objects").mkdir(parents=True)
+    (project / "backup.git" / "refs").mkdir()
+    (project / "half" / "objects").mkdir(parents=True)
+    (project / "linked").mkdir()
+    (project / "linked" / "HEAD").write_text("ref: refs/heads/main\n")
+    attempts = {
+        "backup.git/hooks/pre-commit": "#!/bin/sh\ntouch pwned\n",
+        "backup.git/config": "[core]\n\tfsmonitor = touch pwned\n",
+        "half/refs/heads/main": "0" * 40 + "\n",  # would make half/ a git directory
+        "linked/commondir": "../backup.git\n",
+    }
+    for path, text in attempts.items():
+        result = await fs.write_file(path, text)
+        assert result.error is not None and result.error.code == "DENIED_PATTERN", result.text
+        assert "git directory" in result.text
+        assert not (project / path).exists()
+    made = await fs.create_directory("half/refs")
+    assert made.error is not None and made.error.code == "DENIED_PATTERN"
+    assert (await fs.write_file("half/notes.txt", "fine\n")).ok

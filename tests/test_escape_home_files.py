@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from tinyagent_fs import FileTools
+from tinyagent_fs.code_running import HOME_FILES, ROOT_FOLDERS
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS, SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
-from tinyagent_fs.sandbox.protected_paths import HOME_FILES, ROOT_FOLDERS
 from tinyagent_fs.tools.result import ToolResult
 
 from .person_git import person_uses_git, planted_config, write_command

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tinyagent_fs.code_running import GIT_DIR_MARKS
 from tinyagent_fs.config_file import (
     MAX_CONFIG_FILE_BYTES,
     UnsafeConfigFile,
@@ -182,7 +183,27 @@ class PathGuard:
         self._refuse_denied(rel, shown, for_write, is_dir, ignore)
         if named and named != rel:
             self._refuse_denied(named, shown, for_write, is_dir, ignore)
+        if for_write and rel != ".":
+            self._refuse_git_dir(rel, shown)
         return Path(resolved)
+
+    def _refuse_git_dir(self, rel: str, shown: str) -> None:
+        """A write inside a folder git takes for a git directory by what it holds (a bare
+        repository, the root made one), or one that would make a folder one: git would
+        run its hooks and config (a folder named ``.git`` is a pattern of the policy)."""
+        folder = self._root
+        for part in rel.split("/"):
+            for mark in GIT_DIR_MARKS:
+                if all(name == part or os.path.lexists(f"{folder}/{name}") for name in mark):
+                    where = folder[len(self._prefix) :] or "the root"
+                    raise ToolError(
+                        ErrorCode.DENIED_PATTERN,
+                        f"The path {shown} lies in (or would make) a git directory: {where} "
+                        f"holds {' and '.join(mark)}, so git would run its hooks and config.",
+                        "File tools never write git's own files; leave them as they are.",
+                        details={"pattern": "git directory", "path": rel},
+                    )
+            folder = f"{folder.rstrip('/')}/{part}"
 
     def relative(self, path: Path | str) -> str:
         """Posix path of an already resolved ``path`` relative to the root; "." for the root."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .code_running import root_write_denials
+
 DEFAULT_DENIED_PATTERNS: tuple[str, ...] = (
     ".env",
     ".env.*",
@@ -29,8 +31,10 @@ DEFAULT_DENIED_PATTERNS: tuple[str, ...] = (
 after a command (``NAME.quarantined``) is among them: the command may have moved a
 masked secret where the rename finds it, and the new name must not unmask it."""
 
-DEFAULT_WRITE_DENIED_PATTERNS: tuple[str, ...] = (".git/",)
-"""Readable, never written by a file tool (gitignore syntax)."""
+DEFAULT_WRITE_DENIED_PATTERNS: tuple[str, ...] = (".git/", *root_write_denials())
+"""Readable, never written by a file tool (gitignore syntax): git's folder and the files
+that make git or a shell run code (a folder git takes for a git directory by what it
+holds is refused by the guard too)."""
 
 IGNORE_FILE_NAME = ".tinyagentignore"
 

@@ -39,6 +39,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from ..code_running import ROOT_FOLDERS, is_git_dir
 from . import kernel_calls as kc
 from .protected_paths import (
     GIT_DIR_OWN,
@@ -47,8 +48,6 @@ from .protected_paths import (
     MAX_SCAN_DEPTH,
     QUARANTINE_SUFFIX,
     ROOT_FILES,
-    ROOT_FOLDERS,
-    is_git_dir,
 )
 
 ROOT_PROTECTED = frozenset({*ROOT_FILES, *ROOT_FOLDERS})

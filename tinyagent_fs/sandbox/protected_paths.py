@@ -30,49 +30,12 @@ from __future__ import annotations
 import errno
 import os
 import stat
-from collections.abc import Collection, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..code_running import HOME_FILES, RC_FILES, ROOT_FOLDERS
 from . import kernel_calls as kc
 
-RC_FILES: tuple[str, ...] = (
-    ".bashrc",
-    ".bash_profile",
-    ".bash_login",
-    ".bash_logout",
-    ".profile",
-    ".zshrc",
-    ".zshenv",
-    ".zprofile",
-    ".zlogin",
-)
-HOME_FILES: tuple[str, ...] = (
-    ".gitconfig",
-    ".config/git/config",
-    ".bash_aliases",
-    ".inputrc",
-    ".zlogout",
-    ".config/fish/config.fish",
-    ".envrc",
-    ".pam_environment",
-    ".xprofile",
-    ".xsessionrc",
-    ".xsession",
-    ".xinitrc",
-    ".ssh/rc",
-    ".ssh/config",
-    ".ssh/environment",
-    ".ssh/authorized_keys",
-    ".ssh/authorized_keys2",
-)
-"""Files at a root that run code (or let someone in) when it is a person's home folder."""
-ROOT_FOLDERS: tuple[str, ...] = (
-    ".config/fish/conf.d",
-    ".config/autostart",
-    ".config/systemd/user",
-    ".config/environment.d",
-)
-"""Folders at a root whose every entry runs code: read-only as a whole, each entry watched."""
 ROOT_FILES: tuple[str, ...] = (".gitmodules", ".tinyagentignore", *RC_FILES, *HOME_FILES)
 GIT_READ_ONLY: tuple[str, ...] = (
     "hooks",
@@ -109,15 +72,6 @@ class Protection:
             "pinned": self.pinned,
             "unprotected": self.unprotected,
         }
-
-
-def is_git_dir(names: Collection[str]) -> bool:
-    """Whether git may take a folder holding ``names`` for a git directory, and read its
-    config and hooks: git's ``is_git_directory`` wants HEAD, objects and refs, the last
-    two looked up through ``commondir`` when it exists. Judged by names alone and
-    conservatively: HEAD with commondir, or objects with refs (HEAD or not: a common
-    directory needs none, and its config is the one git reads)."""
-    return ("objects" in names and "refs" in names) or ("HEAD" in names and "commondir" in names)
 
 
 def protect(roots: Iterable[str]) -> Protection:

@@ -28,10 +28,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..code_running import is_git_dir
 from ..errors import ToolError
 from ..ops.ignore import IgnoreRules, load_ignore_rules
 from . import kernel_calls as kc
-from .protected_paths import GIT_DIR_OWN, MAX_SCAN_DEPTH, is_git_dir
+from .protected_paths import GIT_DIR_OWN, MAX_SCAN_DEPTH
 
 STAGING = "/.tinyagent-masks"
 MASK_ATTRIBUTES = kc.MOUNT_ATTR_RDONLY | kc.MOUNT_ATTR_NOSUID | kc.MOUNT_ATTR_NODEV
