@@ -160,6 +160,12 @@ async def case_writes(bench: Bench) -> list[Row]:
             reps,
         )
         rows.append(Row(label, "ms", *times, Target(f"<= {limit:g}x", limit, on_ratio=True)))
+        durable = await bench.pair(
+            lambda n=name, t=turn: fs.write_file(n, t()),
+            lambda p=raw_path, t=raw_turn: raw_atomic_write(p, t().encode(), sync_directory=True),
+            reps,
+        )
+        rows.append(Row("  the same; raw also fsyncs the folder, as the tool does", "ms", *durable))
     text = small[0]
     line = text.splitlines()[40]
     other = line + "  # edited"
