@@ -61,6 +61,12 @@ HELD_FROM = 32
 0.13 ms (4 KB) to 0.25 ms (1 MB) slower than one sent after its journal, the word
 costing a loop wake-up and a thread hand-off more than the overlap saves; a patch of
 hundreds of files gains the milliseconds its checks take."""
+LOOP_COMMIT_BYTES = 64 * 1024
+"""New bytes up to which a commit not held (see ``HELD_FROM``) is sent from the loop, as
+a quick call is, rather than from the provider's thread: it spares the hop to the
+thread and back (measured in turns, a 4 KB write_file 1.18-1.32 ms against 1.34-1.46).
+Its request stays far below what the socket buffers (about 208 KB), so the loop's send
+never waits for a worker busy sending answers."""
 SCAN_OPS = frozenset({"list_tree", "glob_files", "grep", "walk_all"})
 """Sent from the loop too: small requests that only read, though their work and
 answer can be large (a large answer is read on a thread); they keep the full deadline."""
@@ -148,7 +154,9 @@ class LinuxSandboxProvider(Provider):
         the worker never runs on the loop. ``word``: see :meth:`commit`.
         """
         loop = asyncio.get_running_loop()
-        from_loop = op in QUICK_OPS or op in SCAN_OPS
+        from_loop = (
+            op in QUICK_OPS or op in SCAN_OPS or (word is None and _small_commit(op, kwargs))
+        )
         timeout = self.call_timeout_s
         if op in QUICK_OPS:
             timeout = min(timeout, QUICK_TIMEOUT_S)
@@ -652,6 +660,14 @@ class _Word:
     def _settle(self) -> None:
         if not self.sending.done():
             self.sending.set_result(None)
+
+
+def _small_commit(op: str, kwargs: dict[str, Any]) -> bool:
+    """Whether ``op`` is a commit small enough to send from the loop (``LOOP_COMMIT_BYTES``)."""
+    if op != "commit_changes":
+        return False
+    changes = kwargs.get("changes", ())
+    return sum(len(change.get("new_bytes") or b"") for change in changes) <= LOOP_COMMIT_BYTES
 
 
 def _retrieved(task: asyncio.Future[Any]) -> None:
