@@ -76,6 +76,12 @@ class SandboxPolicy:
     """Largest file a command may write (RLIMIT_FSIZE)."""
     max_command_cpu_s: int = 600
     """CPU seconds per command process (RLIMIT_CPU: SIGXCPU, then SIGKILL a second later)."""
+    max_sessions: int = 4
+    """Interactive sessions (exec_command) one toolkit may have running at once."""
+    session_idle_s: int = 1800
+    """An interactive session nobody has read from or typed into for this long is ended."""
+    session_lifetime_s: int = 4 * 3600
+    """An interactive session is ended this long after it started, whatever it is doing."""
     extra_writable_dirs: tuple[Path, ...] = field(default=())
     max_mask_mounts: int = 4096
     """Secret masks plus nested-repository protections one worker may mount; above it,

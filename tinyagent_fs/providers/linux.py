@@ -42,7 +42,7 @@ from ..sandbox.code_files import CodeFiles
 from ..sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
 from ..sandbox.probe import sandbox_support
 from ..sandbox.secret_masks import MaskPlan, plan_masks
-from . import code_watch, wire, worker_launch
+from . import code_watch, sessions, wire, worker_launch
 from .base import Provider
 from .hang_up import COMMAND_KILLED, HangUp
 from .reply_queue import STALL_CHECK_S, ReplyQueue, WorkerStalled
@@ -129,6 +129,9 @@ class LinuxSandboxProvider(Provider):
         self._commands: set[HangUp] = set()
         """Commands sent from an event loop and not yet answered: ``close`` ends them."""
         self._slot = WorkerSlot()
+        self.sessions = sessions.SessionTable(policy.max_sessions)
+        self._session_threads: ThreadPoolExecutor | None = None
+        self._slot.on_stop = _weakly(self, LinuxSandboxProvider._sessions_lost)
         self._guardian = SettleGuardian()
         self._finalizer = weakref.finalize(self, _release, self._slot, self._guardian)
         self._protected: dict[tuple[str, str], tuple[int, int]] = {}
@@ -296,6 +299,7 @@ class LinuxSandboxProvider(Provider):
         if op == "run_command":
             timeout = float(kwargs.get("timeout_s", 0)) + KILL_GRACE_S + COMMAND_MARGIN_S
             kwargs = {"limits": self._command_limits(), **kwargs}
+            self._collect_ended()
         with self._lock:
             before = None
             if op == "run_command":
@@ -314,7 +318,8 @@ class LinuxSandboxProvider(Provider):
             return
         assert self.worker_pid is not None
         try:
-            self._guardian.pending(self.worker_pid, self._protect, before)
+            oldest = self.sessions.oldest_before()
+            self._guardian.pending(self.worker_pid, self._protect, oldest or before)
         except GuardianUnavailable as exc:
             raise ToolError(
                 ErrorCode.SANDBOX_FAILURE,
@@ -325,7 +330,17 @@ class LinuxSandboxProvider(Provider):
         try:
             yield
         finally:
+            self._guardian_update()
+
+    def _guardian_update(self) -> None:
+        """The guardian told what is pending now: the oldest session not yet settled
+        (its before-walk covers every later one), or nothing."""
+        oldest = self.sessions.oldest_before()
+        if oldest is None or self.worker_pid is None:
             self._guardian.settled()
+            return
+        with contextlib.suppress(GuardianUnavailable):
+            self._guardian.pending(self.worker_pid, self._protect, oldest)
 
     def _exchange(
         self,
@@ -441,6 +456,120 @@ class LinuxSandboxProvider(Provider):
             "processes": processes,
         }
 
+    # --- interactive sessions (``sessions``, ``ops.pty_session``) -------------
+
+    async def start_session(self, **kwargs: Any) -> sessions.Session:
+        """Start a command on a terminal in the worker, with the walks, masks and guardian
+        of ``run_command``; its after-walk happens when it ends."""
+        loop = asyncio.get_running_loop()
+        job = partial(self._start_session_sync, kwargs)
+        return await loop.run_in_executor(self._thread(), job)
+
+    async def session_exchange(
+        self, session_id: str, data: bytes, yield_ms: int
+    ) -> sessions.Session:
+        session = self.sessions.get(session_id)
+        loop = asyncio.get_running_loop()
+        job = partial(self._exchange_session, session, data, yield_ms)
+        await loop.run_in_executor(self._session_pool(), job)
+        return session
+
+    async def close_session(self, session_id: str) -> sessions.Session:
+        session = self.sessions.get(session_id)
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._session_pool(), self._close_session, session)
+        return session
+
+    def _start_session_sync(self, kwargs: dict[str, Any]) -> sessions.Session:
+        kwargs = {
+            "limits": self._command_limits(),
+            "idle_s": self.policy.session_idle_s,
+            "lifetime_s": self.policy.session_lifetime_s,
+            **kwargs,
+        }
+        self._collect_ended()
+        with self._lock:
+            self.sessions.check_room()
+            before = self._before_command()
+            self._mask_for_command(before)
+            sock = self._ensure_worker(known=before)
+            with self._settled_even_if_we_die(before):
+                self._send("session_start", kwargs, sock)
+                self._finish("session_start", time.monotonic() + self.start_timeout_s)
+                fd = self._passed_fd(sock)
+                host = socket.socket(fileno=fd)
+                return self.sessions.add(kwargs["command"], host, self.worker_pid, before)
+
+    def _passed_fd(self, sock: socket.socket) -> int:
+        """The host's socket the worker passes right after its answer (SCM_RIGHTS)."""
+        if wire.wait_readable(sock.fileno(), self.start_timeout_s):
+            with contextlib.suppress(OSError):
+                _, fds, _, _ = socket.recv_fds(sock, 1, 1, socket.MSG_DONTWAIT)
+                if len(fds) == 1:
+                    return fds[0]
+        raise self._worker_lost("session_start", "it did not pass the session's socket")
+
+    def _exchange_session(self, session: sessions.Session, data: bytes, yield_ms: int) -> None:
+        with session.lock:
+            sessions.exchange(session, data, yield_ms)
+        if not session.live:
+            self._settle_session(session)
+
+    def _close_session(self, session: sessions.Session) -> None:
+        with session.lock:
+            sessions.close(session)
+        self._settle_session(session)
+
+    def _collect_ended(self) -> None:
+        """Sessions that ended unasked (idle, lifetime): their last answer read, their
+        after-walk done."""
+        for session in self.sessions.live():
+            if not session.lock.acquire(blocking=False):
+                continue
+            try:
+                if wire.wait_readable(session.sock.fileno(), 0, spin=0):
+                    sessions.exchange(session, b"", 0)
+            except OSError:
+                session.lost("sandbox_replaced")
+            finally:
+                session.lock.release()
+            if not session.live:
+                self._settle_session(session)
+
+    def _settle_session(self, session: sessions.Session) -> None:
+        """The after-walk of an ended session, once every process it left is gone."""
+        with self._lock:
+            if session.settled:
+                return
+            if session.ended == "sandbox_replaced" and self.worker_pid == session.worker_pid:
+                self._slot.stop()  # a host lost unasked: nothing else can end its processes
+            else:
+                self._settle_unlocked(session)
+            self.sessions.forget_settled()
+
+    def _settle_unlocked(self, session: sessions.Session) -> None:
+        session.settled = True
+        try:
+            if code_watch.settle(self._protect, session.before, session.settle_note):
+                self._slot.stop()
+        except ToolError as exc:
+            session.settle_note["error"] = exc.to_dict()
+            self._slot.stop()
+        self._guardian_update()
+
+    def _sessions_lost(self) -> None:
+        """The worker is gone, and every session with it: settle them all now."""
+        self.sessions.all_lost("sandbox_replaced")
+        for session in self.sessions.unsettled():
+            self._settle_unlocked(session)
+
+    def _session_pool(self) -> ThreadPoolExecutor:
+        if self._session_threads is None:
+            self._session_threads = ThreadPoolExecutor(
+                self.policy.max_sessions + 1, thread_name_prefix="tinyagent-fs-session"
+            )
+        return self._session_threads
+
     async def close(self) -> None:
         """Stop the worker and drop the private TMPDIR; a later call starts afresh.
 
@@ -451,6 +580,9 @@ class LinuxSandboxProvider(Provider):
             hang_up.now()
         executor, self._executor = self._executor, None
         finisher, self._finisher = self._finisher, None
+        session_threads, self._session_threads = self._session_threads, None
+        if session_threads is not None:
+            session_threads.shutdown(wait=False)
         if finisher is not None:
             finisher.shutdown(wait=False)
         if executor is not None:
@@ -675,6 +807,18 @@ def _retrieved(task: asyncio.Future[Any]) -> None:
     was cancelled, or failed first) is not reported as never retrieved."""
     if not task.cancelled():
         task.exception()
+
+
+def _weakly(owner: Any, method: Callable[[Any], None]) -> Callable[[], None]:
+    """``method`` of ``owner`` without keeping ``owner`` alive (its finalizer must run)."""
+    ref = weakref.ref(owner)
+
+    def call() -> None:
+        target = ref()
+        if target is not None:
+            method(target)
+
+    return call
 
 
 def _unique(paths: Any) -> list[str]:

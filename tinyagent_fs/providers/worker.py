@@ -41,7 +41,7 @@ import threading
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
-from ..ops import OPERATIONS
+from ..ops import OPERATIONS, pty_session
 from ..sandbox import (
     capabilities,
     landlock_rules,
@@ -203,16 +203,43 @@ def _serve(sock: socket.socket, refusal: dict[str, Any] | None) -> None:
             request = wire.recv_message(sock)
         except wire.WireError:
             return
-        if refusal is not None and request.get("op") == "run_command":
+        op = request.get("op") if isinstance(request, dict) else None
+        if refusal is not None and op in COMMAND_OPS:
             response = {"error": _tool_error(_refused(refusal))}
+        elif op in SESSION_OPS:
+            response = _session(request)
         else:
             response = _answer(request, sock)
+        passed = response["ok"].pop("fd", None) if isinstance(response.get("ok"), dict) else None
         try:
             wire.send_message(sock, response)
+            if passed is not None:  # the session host's socket, for the toolkit
+                socket.send_fds(sock, [b"F"], [passed])
         except (TypeError, ValueError) as exc:  # never end the worker over one answer
             wire.send_message(sock, {"error": _internal(f"unsendable result: {exc}")})
-        except wire.WireError:
+        except (wire.WireError, OSError):
             return
+        finally:
+            if passed is not None:
+                os.close(passed)
+
+
+COMMAND_OPS = frozenset({"run_command", "session_start"})
+SESSION_OPS = frozenset({"session_start"})
+"""Interactive sessions (``ops.pty_session``): a host process per session is forked
+here, and its socket passed to the toolkit."""
+
+
+def _session(request: dict[str, Any]) -> dict[str, Any]:
+    args = request.get("args")
+    if not isinstance(args, dict):
+        return {"error": _internal("bad session request")}
+    try:
+        return {"ok": pty_session.spawn(**args)}
+    except ToolError as exc:
+        return {"error": _tool_error(exc)}
+    except Exception as exc:
+        return {"error": _internal(f"{request['op']} failed: {type(exc).__name__}: {exc}")}
 
 
 class _Held:
@@ -235,6 +262,20 @@ def _answer(request: Any, sock: socket.socket) -> dict[str, Any]:
     operation = OPERATIONS.get(op) if isinstance(op, str) else None
     if operation is None or not isinstance(args, dict):
         return {"error": _internal(f"unknown provider operation {op!r}")}
+    if op == "run_command" and pty_session.sessions_live():
+        response = pty_session.apart(lambda: _respond(op, operation, args, sock))
+        if response is None:  # the command killed its keeper: end it all, sessions too
+            namespaces.end_other_processes()
+            message = "the command killed the process that watched it; it was ended, and "
+            return {"error": _failure(message + "every interactive session with it")}
+        return response
+    response = _respond(op, operation, args, sock)
+    if op == "run_command":
+        namespaces.end_other_processes()
+    return response
+
+
+def _respond(op: str, operation: Any, args: dict[str, Any], sock: socket.socket) -> dict[str, Any]:
     held = None
     if op == "commit_changes" and args.pop("hold", False) is True:
         held = args["ready"] = _Held(sock)
@@ -253,8 +294,6 @@ def _answer(request: Any, sock: socket.socket) -> dict[str, Any]:
     if held is not None and not held.asked:  # failed before asking: the word is still due
         with contextlib.suppress(wire.WireError):
             held()
-    if op == "run_command":
-        namespaces.end_other_processes()
     return response
 
 

@@ -15,6 +15,7 @@ import os
 import shutil
 import socket
 import subprocess
+from collections.abc import Callable
 
 from ..sandbox.pids_cgroup import PidsCgroup
 
@@ -33,6 +34,9 @@ class WorkerSlot:
         self.tmpdir: str | None = None
         self.cgroup: PidsCgroup | None = None
         self.stderr_fd: int | None = None
+        self.on_stop: Callable[[], None] | None = None
+        """Called once a worker has been stopped and reaped (every process of its
+        namespace is gone then): its interactive sessions ended with it."""
 
     def stderr_log(self) -> int:
         """The descriptor workers write stderr to (one memfd for the slot's life)."""
@@ -69,6 +73,8 @@ class WorkerSlot:
         if self.cgroup is not None:
             self.cgroup.remove()
             self.cgroup = None
+        if process is not None and self.on_stop is not None:
+            self.on_stop()
 
     def release(self) -> None:
         self.stop()

@@ -6,8 +6,9 @@ it are bound, at their usual absolute paths (so no path is ever translated):
 - read-only, nosuid, nodev: /usr, /bin, /sbin, /lib*, /etc and the readable
   paths the provider lists (Python prefixes, the package, extra read roots);
 - read-write, nosuid, nodev: the writable roots and the private TMPDIR;
-- a minimal /dev (null, zero, full, random, urandom, tty) and a fresh /proc
-  for the worker's PID namespace.
+- a minimal /dev (null, zero, full, random, urandom, tty), a private devpts
+  instance (/dev/pts, /dev/ptmx: the pseudo-terminals of interactive sessions,
+  none of the host's) and a fresh /proc for the worker's PID namespace.
 
 Then ``pivot_root`` and the old root is detached. Everything else on the host
 is simply absent, and what is present outside the roots is on a read-only
@@ -44,9 +45,11 @@ class ViewReport:
     read_write: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     proc: str = "none"
+    pts: str = "none"
 
     def to_dict(self) -> dict[str, object]:
         return {
+            "pts": self.pts,
             "read_only": self.read_only,
             "read_write": self.read_write,
             "skipped": self.skipped,
@@ -75,6 +78,7 @@ def build_view(writable: Iterable[str], readable: Iterable[str], scratch_dir: st
                 os.symlink(target, new_root + path)
             _attach_all(root_fd, trees, report)
             _make_dev(root_fd, report)
+            report.pts = _mount_pts(new_root)
             report.proc = _mount_proc(new_root)
         finally:
             os.close(root_fd)
@@ -236,6 +240,27 @@ def _make_dev(root_fd: int, report: ViewReport) -> None:
             os.symlink(link, name, dir_fd=dev)
     finally:
         os.close(dev)
+
+
+def _mount_pts(new_root: str) -> str:
+    """A devpts instance of the worker's own (``newinstance``): sessions get terminals
+    that no host process shares; "none" when the kernel refuses it (sessions are then
+    refused, commands go on)."""
+    target = os.path.join(new_root, "dev", "pts")
+    os.mkdir(target, 0o755)
+    try:
+        kc.mount(
+            "devpts",
+            target,
+            "devpts",
+            kc.MS_NOSUID | kc.MS_NOEXEC,
+            "newinstance,ptmxmode=0666,mode=0620",
+        )
+    except OSError as exc:
+        os.rmdir(target)
+        return f"none ({exc.strerror})"
+    os.symlink("pts/ptmx", os.path.join(new_root, "dev", "ptmx"))
+    return "private"
 
 
 def _mount_proc(new_root: str) -> str:
