@@ -10,7 +10,7 @@ from .decision import Decision, Risk, ToolCall
 
 POLICY_ENV = "TINYAGENT_FS_POLICY"
 POLICY_NAMES = ("auto-approve", "deny-all", "risk-based")
-NEVER_TRUSTED_TOOLS = frozenset({"delete_path", "run_command"})
+NEVER_TRUSTED_TOOLS = frozenset({"delete_path", "run_command", "exec_command"})
 
 
 class AutoApprovePolicy:
@@ -57,6 +57,13 @@ class RiskBasedPolicy:
         )
         self.trusted_tools: set[str] = set()
         self.trusted_paths: set[str] = set()
+        self.trusted_sessions: set[str] = set()
+        """Interactive sessions whose typed input goes through unasked (``trust_session``)."""
+
+    def trust_session(self, session_id: str) -> None:
+        """Let ``write_stdin`` type into this one session without asking again (its
+        command was approved already; other sessions still ask)."""
+        self.trusted_sessions.add(str(session_id))
 
     def trust_tool(self, tool: str) -> None:
         _refuse_untrustable(tool)
@@ -74,8 +81,10 @@ class RiskBasedPolicy:
         return bool(paths) and all(p in self.trusted_paths for p in paths)
 
     async def before_tool_execution(self, call: ToolCall) -> Decision:
-        if call.risk is Risk.READ:
+        if call.risk is Risk.READ or _types_nothing(call):
             return Decision.proceed(decided_by=self.name)
+        if call.tool == "write_stdin" and str(call.args.get("session_id")) in self.trusted_sessions:
+            return Decision.proceed(decided_by=f"{self.name} (session trusted)")
         if self.is_trusted(call):
             return Decision.proceed(decided_by=f"{self.name} (trusted for this session)")
         if self.approver is None:
@@ -88,6 +97,13 @@ class RiskBasedPolicy:
         if inspect.isawaitable(decision):
             decision = await decision
         return decision
+
+
+def _types_nothing(call: ToolCall) -> bool:
+    """A ``write_stdin`` that only reads, or a ``close_session``: nothing new runs."""
+    if call.tool == "write_stdin":
+        return not call.args.get("chars")
+    return call.tool == "close_session"
 
 
 def _refuse_untrustable(tool: str) -> None:

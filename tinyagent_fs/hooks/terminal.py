@@ -24,6 +24,8 @@ from ..display_safe import visible
 from .decision import Decision, Risk, ToolCall
 
 DECIDED_BY = "terminal"
+WHOLE_ARGUMENTS = {"run_command": "command", "exec_command": "cmd", "write_stdin": "chars"}
+"""Shown whole, never previewed: what a person approves is what runs or is typed."""
 CHANGE_PROMPT = "Apply this change? [y]es / [n]o / [e]dit: "
 CALL_PROMPT = "Run this call? [y]es / [n]o / [e]dit: "
 REASON_PROMPT = "Reason (optional): "
@@ -197,14 +199,15 @@ class TerminalHook:
     def _show(self, call: ToolCall) -> None:
         paint = self._painter()
         lines = [paint(f"{call.tool}", _BOLD) + f"  ({call.risk.value})"]
-        if call.tool == "run_command":
-            # The whole command, every control character made visible: what a
-            # person approves is what runs.
-            lines.append(f"  command: {visible(str(call.args.get('command', '')))}")
+        whole = WHOLE_ARGUMENTS.get(call.tool)
+        if whole is not None:
+            # The whole command (or typed text), every control character made
+            # visible: what a person approves is what runs.
+            lines.append(f"  {whole}: {visible(str(call.args.get(whole, '')))}")
         lines.extend(
             f"  {visible(key)}: {_preview(value)}"
             for key, value in call.args.items()
-            if not (call.tool == "run_command" and key == "command")
+            if key != whole
         )
         out = "\n".join(lines) + "\n"
         if call.changeset is not None:

@@ -33,7 +33,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ErrorCode, ToolError
 from ..ops.command import KILL_GRACE_S
@@ -49,6 +49,7 @@ from .reply_queue import STALL_CHECK_S, ReplyQueue, WorkerStalled
 from .settle_guardian import GuardianUnavailable, SettleGuardian
 from .worker_slot import WorkerSlot
 
+T = TypeVar("T")
 COMMAND_MARGIN_S = 5.0
 EXIT_WAIT_S = 0.5
 """How long a worker whose socket closed gets to be reaped, to tell a crash from a stall."""
@@ -466,13 +467,13 @@ class LinuxSandboxProvider(Provider):
         return await loop.run_in_executor(self._thread(), job)
 
     async def session_exchange(
-        self, session_id: str, data: bytes, yield_ms: int
-    ) -> sessions.Session:
+        self, session_id: str, data: bytes, yield_ms: int, read: Callable[[sessions.Session], T]
+    ) -> tuple[sessions.Session, T]:
+        """Type ``data``, wait ``yield_ms``, then ``read`` the session under its lock."""
         session = self.sessions.get(session_id)
         loop = asyncio.get_running_loop()
-        job = partial(self._exchange_session, session, data, yield_ms)
-        await loop.run_in_executor(self._session_pool(), job)
-        return session
+        job = partial(self._exchange_session, session, data, yield_ms, read)
+        return session, await loop.run_in_executor(self._session_pool(), job)
 
     async def close_session(self, session_id: str) -> sessions.Session:
         session = self.sessions.get(session_id)
@@ -509,11 +510,20 @@ class LinuxSandboxProvider(Provider):
                     return fds[0]
         raise self._worker_lost("session_start", "it did not pass the session's socket")
 
-    def _exchange_session(self, session: sessions.Session, data: bytes, yield_ms: int) -> None:
+    def _exchange_session(
+        self,
+        session: sessions.Session,
+        data: bytes,
+        yield_ms: int,
+        read: Callable[[sessions.Session], T],
+    ) -> T:
+        self._collect_ended()
         with session.lock:
             sessions.exchange(session, data, yield_ms)
         if not session.live:
             self._settle_session(session)
+        with session.lock:
+            return read(session)
 
     def _close_session(self, session: sessions.Session) -> None:
         with session.lock:

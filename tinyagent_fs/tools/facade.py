@@ -233,3 +233,42 @@ class FileTools:
             "run_command",
             {"command": command, "workdir": workdir, "timeout_s": timeout_s, "env": env},
         )
+
+    async def exec_command(
+        self,
+        cmd: str,
+        workdir: str = ".",
+        yield_time_ms: int = 250,
+        max_output_tokens: int = 8000,
+        env: dict[str, str] | None = None,
+    ) -> ToolResult:
+        return await self.call(
+            "exec_command",
+            {
+                "cmd": cmd,
+                "workdir": workdir,
+                "yield_time_ms": yield_time_ms,
+                "max_output_tokens": max_output_tokens,
+                "env": env,
+            },
+        )
+
+    async def write_stdin(
+        self,
+        session_id: str,
+        chars: str = "",
+        yield_time_ms: int = 250,
+        max_output_tokens: int = 8000,
+    ) -> ToolResult:
+        return await self.call(
+            "write_stdin",
+            {
+                "session_id": session_id,
+                "chars": chars,
+                "yield_time_ms": yield_time_ms,
+                "max_output_tokens": max_output_tokens,
+            },
+        )
+
+    async def close_session(self, session_id: str) -> ToolResult:
+        return await self.call("close_session", {"session_id": session_id})

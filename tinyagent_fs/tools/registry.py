@@ -8,6 +8,7 @@ from .patch_tool import PATCH_TOOLS
 from .path_tools import PATH_TOOLS
 from .read_tools import READ_TOOLS
 from .search_tools import SEARCH_TOOLS
+from .session_tools import SESSION_TOOLS
 from .spec import ToolSpec
 from .undo_tool import UNDO_TOOLS
 from .write_tools import WRITE_TOOLS
@@ -20,6 +21,7 @@ ALL_TOOLS: tuple[ToolSpec, ...] = (
     *PATH_TOOLS,
     *UNDO_TOOLS,
     *COMMAND_TOOLS,
+    *SESSION_TOOLS,
     *ALIAS_TOOLS,
 )
 

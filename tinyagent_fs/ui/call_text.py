@@ -41,6 +41,11 @@ def summarise(call: ToolCall) -> str:
     if call.tool == "run_command":
         # The whole command, never a preview: what a person approves is what runs.
         return f"run_command $ {visible(str(call.args.get('command', '')))}"
+    if call.tool == "exec_command":
+        return f"exec_command $ {visible(str(call.args.get('cmd', '')))}"
+    if call.tool == "write_stdin":
+        typed = visible(str(call.args.get("chars", "")))
+        return f"write_stdin session {visible(str(call.args.get('session_id')))} ⌨ {typed}"
     return f"{call.tool} {_preview(json.dumps(call.args, ensure_ascii=False, default=str))}"
 
 
