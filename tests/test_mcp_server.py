@@ -33,6 +33,9 @@ OVERWRITING = {
     "delete_path",
     "undo",
     "run_command",
+    "exec_command",
+    "write_stdin",
+    "close_session",
 }
 
 

@@ -1,0 +1,244 @@
+"""Interactive sessions (exec_command, write_stdin, close_session) in the real sandbox,
+on a real terminal: REPLs, prompts, Ctrl-C, silence, floods, limits, review and audit."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tinyagent_fs import FileTools, SandboxPolicy
+from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.hooks import AutoApprovePolicy, Decision, RiskBasedPolicy
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
+from tinyagent_fs.providers.local import LocalProvider
+
+from .conftest import audit_events
+from .sandbox_support import is_running, namespace_pids, require_sandbox
+
+pytestmark = require_sandbox()
+
+
+@pytest.fixture
+async def fs(project: Path, audit: AuditLog) -> AsyncIterator[FileTools]:
+    provider = LinuxSandboxProvider(project, SandboxPolicy())
+    tools = FileTools(project, provider=provider, hooks=[AutoApprovePolicy()], audit=audit)
+    yield tools
+    await tools.close()
+
+
+async def until_exit(fs: FileTools, session_id: str, timeout_s: float = 30) -> str:
+    """Poll a session until its program exits; everything it showed meanwhile."""
+    shown = []
+    deadline = time.monotonic() + timeout_s
+    while True:
+        result = await fs.write_stdin(session_id, "", yield_time_ms=200)
+        assert result.ok, result.text
+        shown.append(result.data["output"])
+        if not result.data["running"] and not result.data["bytes_waiting"]:
+            return "\n".join(shown)
+        assert time.monotonic() < deadline, "the session did not end"
+
+
+async def test_a_python_repl_is_driven_over_several_calls(fs: FileTools) -> None:
+    started = await fs.exec_command("python3 -q", yield_time_ms=1500)
+    assert started.ok, started.text
+    assert started.data["running"] and started.data["output"].endswith(">>> ")
+    sid = started.data["session_id"]
+    first = await fs.write_stdin(sid, "x = 6 * 7\n", yield_time_ms=300)
+    assert first.data["running"] and first.data["exit_code"] is None
+    second = await fs.write_stdin(sid, "print(x)\n", yield_time_ms=300)
+    assert "42" in second.data["output"].splitlines()
+    assert "x = 6 * 7" not in second.data["output"], "output since the last read only"
+    third = await fs.write_stdin(sid, "import sys; sys.exit(3)\n", yield_time_ms=2000)
+    assert not third.data["running"] and third.data["exit_code"] == 3
+    assert "exited with code 3" in third.text
+
+
+async def test_read_p_prompt_is_answered(fs: FileTools) -> None:
+    started = await fs.exec_command("read -p 'Name? ' n; echo \"hello $n\"", yield_time_ms=500)
+    assert started.data["output"] == "Name? " and started.data["running"]
+    answered = await fs.write_stdin(started.data["session_id"], "Ada\n", yield_time_ms=1000)
+    assert "hello Ada" in answered.data["output"]
+    assert answered.data["exit_code"] == 0 and not answered.data["running"]
+
+
+async def test_ctrl_c_stops_a_foreground_loop(fs: FileTools) -> None:
+    started = await fs.exec_command("while :; do sleep 0.05; done", yield_time_ms=300)
+    sid = started.data["session_id"]
+    assert started.data["running"]
+    stopped = await fs.write_stdin(sid, "\u0003", yield_time_ms=2000)
+    assert not stopped.data["running"], stopped.text
+    assert stopped.data["exit_code"] == 130  # 128 + SIGINT
+    assert "^C" in stopped.data["output"]
+
+
+async def test_a_program_that_never_prints(fs: FileTools) -> None:
+    started = await fs.exec_command("sleep 60", yield_time_ms=300)
+    assert started.ok and started.data["running"]
+    assert "(no new output)" in started.text
+    polled = await fs.write_stdin(started.data["session_id"], "", yield_time_ms=300)
+    assert polled.data["running"] and polled.data["output"] == ""
+    closed = await fs.close_session(started.data["session_id"])
+    assert not closed.data["running"] and closed.data["ended"] == "closed"
+    again = await fs.write_stdin(started.data["session_id"], "x")
+    assert not again.data["running"]
+
+
+async def test_progress_bars_and_colours_become_plain_text(fs: FileTools) -> None:
+    command = (
+        "for i in 10 50 100; do printf '\\r\\033[32m%3d%%\\033[0m' $i; sleep 0.02; done;"
+        " printf '\\n\\033]0;title\\007done\\n'"
+    )
+    result = await fs.exec_command(command, yield_time_ms=3000)
+    assert result.data["output"] == "100%\ndone"
+
+
+async def test_a_flood_keeps_only_the_newest_output_with_a_marker(fs: FileTools) -> None:
+    result = await fs.exec_command(
+        "yes flood | head -c 20000000; echo; echo END", yield_time_ms=100
+    )
+    await asyncio.sleep(5)  # unread meanwhile: the host keeps only its ring
+    polled = await fs.write_stdin(result.data["session_id"], "", yield_time_ms=100)
+    assert polled.data["bytes_dropped"] > 10_000_000
+    assert "bytes of earlier output were dropped unread" in polled.text
+    shown = polled.data["output"] + await until_exit(fs, result.data["session_id"], 60)
+    assert "END" in shown
+    assert len(shown) < 1_000_000
+
+
+async def test_output_over_the_cap_says_how_to_read_on(fs: FileTools) -> None:
+    result = await fs.exec_command("seq 1 20000", yield_time_ms=2000, max_output_tokens=500)
+    assert result.data["bytes_waiting"] > 0
+    assert "more bytes are waiting" in result.text and "empty chars to read on" in result.text
+    assert len(result.data["output"]) <= 2000
+    rest = await until_exit(fs, result.data["session_id"])
+    assert "20000" in rest
+
+
+async def test_a_session_cannot_signal_another_sessions_processes(fs: FileTools) -> None:
+    other = await fs.exec_command("sleep 300 & echo PID=$!; wait", yield_time_ms=500)
+    pid = other.data["output"].split("PID=")[1].split()[0]
+    probe = await fs.exec_command(
+        f"kill -0 {pid}; echo kill=$?; cat /proc/{pid}/environ >/dev/null; echo read=$?;"
+        " sleep 30 & kill $!; echo own=$?",
+        yield_time_ms=2000,
+    )
+    out = probe.data["output"]
+    assert "kill=1" in out and "read=1" in out, out
+    assert "own=0" in out, out
+    still = await fs.write_stdin(other.data["session_id"], "", yield_time_ms=100)
+    assert still.data["running"]
+
+
+async def test_run_command_beside_a_session_leaves_it_running_and_cleans_its_own(
+    fs: FileTools, project: Path
+) -> None:
+    session = await fs.exec_command("cat", yield_time_ms=200)
+    ran = await fs.run_command("setsid sleep 100 & echo ok")
+    assert ran.ok and "ok" in ran.data["stdout"]
+    provider = fs.provider
+    inside = namespace_pids(provider)
+    sleepers = [pid for pid in inside if "sleep" in Path(f"/proc/{pid}/cmdline").read_text()]
+    assert not sleepers, "the command's daemon outlived it"
+    echoed = await fs.write_stdin(session.data["session_id"], "still here\n", yield_time_ms=300)
+    assert echoed.data["running"] and "still here" in echoed.data["output"]
+
+
+async def test_a_hook_planted_by_a_session_is_quarantined_when_it_ends(
+    fs: FileTools, project: Path
+) -> None:
+    plant = (
+        "git init -q planted && printf '#!/bin/sh\\ntouch ran\\n' > planted/.git/hooks/pre-commit"
+        " && chmod +x planted/.git/hooks/pre-commit && read -p 'go? ' x"
+    )
+    started = await fs.exec_command(plant, yield_time_ms=3000)
+    assert started.data["running"], started.text
+    hook = project / "planted/.git/hooks/pre-commit"
+    assert hook.exists()
+    ended = await fs.write_stdin(started.data["session_id"], "\n", yield_time_ms=2000)
+    assert not ended.data["running"]
+    assert not hook.exists()
+    assert ended.data["protected_paths_quarantined"], ended.text
+    assert "WARNING" in ended.text and ended.data["security_violation"]
+
+
+async def test_sessions_are_limited_per_toolkit(project: Path) -> None:
+    provider = LinuxSandboxProvider(project, SandboxPolicy(max_sessions=1))
+    fs = FileTools(project, provider=provider, hooks=[AutoApprovePolicy()], audit=False)
+    try:
+        first = await fs.exec_command("sleep 30", yield_time_ms=0)
+        second = await fs.exec_command("sleep 30", yield_time_ms=0)
+        assert second.error is not None and second.error.code == "RATE_LIMITED"
+        assert "close_session" in second.text
+        await fs.close_session(first.data["session_id"])
+        third = await fs.exec_command("echo ok", yield_time_ms=1000)
+        assert third.ok and "ok" in third.data["output"]
+    finally:
+        await fs.close()
+
+
+async def test_closing_the_toolkit_ends_its_sessions_at_once(project: Path) -> None:
+    provider = LinuxSandboxProvider(project, SandboxPolicy())
+    fs = FileTools(project, provider=provider, hooks=[AutoApprovePolicy()], audit=False)
+    await fs.exec_command("sleep 300", yield_time_ms=200)
+    inside = namespace_pids(provider)
+    assert len(inside) >= 3
+    await fs.close()
+    assert not [pid for pid in inside if is_running(pid)]
+
+
+async def test_exec_command_is_refused_without_the_kernel_sandbox(project: Path) -> None:
+    fs = FileTools(project, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
+    result = await fs.exec_command("echo hi")
+    assert result.error is not None and result.error.code == "SANDBOX_UNAVAILABLE"
+    assert "Nothing was run" in result.text
+    await fs.close()
+
+
+async def test_review_asks_for_the_command_and_typed_text_and_audits_them(
+    project: Path, audit: AuditLog
+) -> None:
+    asked: list[tuple[str, dict]] = []
+
+    class Person:
+        def before_tool_execution(self, call):
+            asked.append((call.tool, dict(call.args)))
+            return Decision.proceed("person")
+
+    policy = RiskBasedPolicy(approver=Person())
+    provider = LinuxSandboxProvider(project, SandboxPolicy())
+    fs = FileTools(project, provider=provider, hooks=[policy], audit=audit)
+    try:
+        started = await fs.exec_command("cat", yield_time_ms=200)
+        sid = started.data["session_id"]
+        await fs.write_stdin(sid, "typed\n", yield_time_ms=200)
+        await fs.write_stdin(sid, "", yield_time_ms=50)  # a poll types nothing: not asked
+        policy.trust_session(sid)
+        await fs.write_stdin(sid, "trusted\n", yield_time_ms=200)
+        await fs.close_session(sid)
+    finally:
+        await fs.close()
+    assert [tool for tool, _ in asked] == ["exec_command", "write_stdin"]
+    assert asked[1][1]["chars"] == "typed\n"
+    events = [e for e in audit_events(audit) if e["tool"] in ("exec_command", "write_stdin")]
+    assert [e["arguments"].get("chars") for e in events[1:]] == ["typed\n", "", "trusted\n"]
+    assert events[1]["bytes_read"] > 0, "each output's size is audited"
+
+
+async def test_policy_denial_runs_nothing(project: Path) -> None:
+    class Person:
+        def before_tool_execution(self, call):
+            return Decision.deny("no", "person")
+
+    fs = FileTools(project, hooks=[RiskBasedPolicy(approver=Person())], audit=False)
+    try:
+        result = await fs.exec_command("touch made")
+        assert result.error is not None and result.error.code == "DENIED_BY_HOOK"
+        await asyncio.sleep(0.2)
+        assert not (project / "made").exists()
+    finally:
+        await fs.close()
