@@ -242,3 +242,17 @@ async def test_policy_denial_runs_nothing(project: Path) -> None:
         assert not (project / "made").exists()
     finally:
         await fs.close()
+
+
+async def test_an_idle_session_is_ended_and_says_so(project: Path) -> None:
+    provider = LinuxSandboxProvider(project, SandboxPolicy(session_idle_s=1))
+    fs = FileTools(project, provider=provider, hooks=[AutoApprovePolicy()], audit=False)
+    try:
+        started = await fs.exec_command("echo waiting; sleep 300", yield_time_ms=300)
+        await asyncio.sleep(2.5)
+        later = await fs.write_stdin(started.data["session_id"], "", yield_time_ms=100)
+        assert not later.data["running"] and later.data["ended"] == "idle_timeout"
+        assert "idle too long" in later.text
+        assert len(namespace_pids(provider)) == 1, "only the worker is left"
+    finally:
+        await fs.close()
