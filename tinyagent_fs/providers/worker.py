@@ -210,7 +210,7 @@ def _serve(sock: socket.socket, refusal: dict[str, Any] | None) -> None:
             response = _session(request)
         else:
             response = _answer(request, sock)
-        passed = response["ok"].pop("fd", None) if isinstance(response.get("ok"), dict) else None
+        passed = response["ok"].pop("fd") if op == "session_start" and "ok" in response else None
         try:
             wire.send_message(sock, response)
             if passed is not None:  # the session host's socket, for the toolkit
