@@ -193,10 +193,32 @@ async def test_closing_the_toolkit_ends_its_sessions_at_once(project: Path) -> N
 
 async def test_exec_command_is_refused_without_the_kernel_sandbox(project: Path) -> None:
     fs = FileTools(project, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
-    result = await fs.exec_command("echo hi")
+    result = await fs.exec_command("touch made; echo hi")
     assert result.error is not None and result.error.code == "SANDBOX_UNAVAILABLE"
     assert "Nothing was run" in result.text
+    await asyncio.sleep(0.2)
+    assert not (project / "made").exists()
     await fs.close()
+
+
+async def test_exec_command_runs_unconfined_where_the_person_opted_in(project: Path) -> None:
+    fs = FileTools(
+        project,
+        SandboxPolicy(allow_unconfined_commands=True),
+        provider=LocalProvider(),
+        hooks=[AutoApprovePolicy()],
+        audit=False,
+    )
+    try:
+        started = await fs.exec_command("read -p 'go? ' x; echo got $x", yield_time_ms=500)
+        assert started.data["output"] == "go? " and not started.data["sandboxed"]
+        done = await fs.write_stdin(started.data["session_id"], "y\n", yield_time_ms=1000)
+        assert "got y" in done.data["output"] and done.data["exit_code"] == 0
+        left = await fs.exec_command("sleep 300", yield_time_ms=100)
+        assert left.data["running"]
+    finally:
+        await fs.close()
+    assert not fs.provider.sessions.live()
 
 
 async def test_review_asks_for_the_command_and_typed_text_and_audits_them(

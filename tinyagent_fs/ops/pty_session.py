@@ -426,3 +426,22 @@ def _prctl(option: int, value: int) -> None:
     if libc.prctl(option, value, 0, 0, 0) != 0:
         err = ctypes.get_errno()
         raise OSError(err, os.strerror(err))
+
+
+def host_here(fd: int) -> None:
+    """Be the host of one unconfined session (``LocalProvider`` with
+    ``allow_unconfined_commands``): the request comes over ``fd``, as ``spawn``'s
+    arguments. No Landlock domain: only the command's process group is ended."""
+    sock = socket.socket(fileno=fd)
+    args = wire.recv_message(sock, time.monotonic() + 30)
+    workdir = args["workdir"]
+    env = args.get("env")
+    _check_arguments(args["command"], workdir, 1.0, env, 64, 2)
+    master, slave = os.openpty()
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
+    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+    child_env = {**_command_env(args.get("home") or workdir, None), "TERM": "xterm-256color"}
+    child_env.update(env or {})
+    argv = [shell, "-c", args["command"]]
+    idle_s, lifetime_s = args.get("idle_s", 1800.0), args.get("lifetime_s", 14400.0)
+    _host(sock, master, slave, argv, workdir, child_env, ([], None), idle_s, lifetime_s, False)

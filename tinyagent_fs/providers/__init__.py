@@ -54,7 +54,7 @@ def default_provider(root: Path, policy: SandboxPolicy) -> Provider:
             SandboxUnavailableWarning,
             stacklevel=3,
         )
-        return LocalProvider()
+        return LocalProvider(policy.max_sessions)
 
 
 def make_provider(name: str, root: str | Path, policy: SandboxPolicy | None = None) -> Provider:
@@ -62,7 +62,7 @@ def make_provider(name: str, root: str | Path, policy: SandboxPolicy | None = No
     chosen = policy or SandboxPolicy()
     resolved = Path(root).resolve()
     if name == "local":
-        return LocalProvider()
+        return LocalProvider(chosen.max_sessions)
     if name == "linux-sandbox":
         return linux_sandbox(resolved, chosen)
     if name == "auto":

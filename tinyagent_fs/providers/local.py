@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import ErrorCode, ToolError
 from ..ops import OPERATIONS
+from . import pty_local, sessions
 from .base import Provider
 from .pinned_paths import PinnedRoots, PinSession, pinning_supported
 
+T = TypeVar("T")
 BLOCKING_OPERATIONS = frozenset({"grep", "glob_files", "list_tree", "walk_all", "run_command"})
 ROOT_RELATIVE_RESULTS = frozenset({"list_tree"})
 """Operations whose results name paths relative to the root only, so no descriptor
@@ -29,9 +32,12 @@ class LocalProvider(Provider):
     kernel_enforced = False
     in_process = True
 
-    def __init__(self) -> None:
+    def __init__(self, max_sessions: int = 4) -> None:
         self._roots: tuple[str, ...] = ()
         self._pinned: PinnedRoots | None = None
+        self.sessions = sessions.SessionTable(max_sessions)
+        """Unconfined interactive sessions, only when the policy opts in (the tools check)."""
+        self._hosts: dict[str, subprocess.Popen[bytes]] = {}
 
     def bind_roots(self, roots: Iterable[str]) -> None:
         """Pin every later path beneath these roots' descriptors (see ``pinned_paths``)."""
@@ -66,7 +72,52 @@ class LocalProvider(Provider):
         )
         return report
 
+    async def start_session(self, **kwargs: Any) -> sessions.Session:
+        self.sessions.check_room()
+        sock, process = await asyncio.to_thread(pty_local.start, kwargs)
+        session = self.sessions.add(str(kwargs["command"]), sock, None, None)
+        self._hosts[session.id] = process
+        return session
+
+    async def session_exchange(
+        self, session_id: str, data: bytes, yield_ms: int, read: Callable[[sessions.Session], T]
+    ) -> tuple[sessions.Session, T]:
+        session = self.sessions.get(session_id)
+
+        def job() -> T:
+            with session.lock:
+                sessions.exchange(session, data, yield_ms)
+                self._reap(session)
+                return read(session)
+
+        return session, await asyncio.to_thread(job)
+
+    async def close_session(self, session_id: str) -> sessions.Session:
+        session = self.sessions.get(session_id)
+
+        def job() -> None:
+            with session.lock:
+                sessions.close(session)
+                self._reap(session)
+
+        await asyncio.to_thread(job)
+        return session
+
+    def _reap(self, session: sessions.Session) -> None:
+        if session.live:
+            return
+        session.settled = True
+        process = self._hosts.pop(session.id, None)
+        if process is not None:
+            try:
+                process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
     async def close(self) -> None:
+        for session in self.sessions.live():
+            await self.close_session(session.id)
         if self._pinned is not None:
             self._pinned.close()
             self._pinned = None

@@ -23,6 +23,8 @@ MAX_INPUT_CHARS = 65_536
 
 
 def _provider_sessions(ctx: ToolContext) -> Any:
+    """The provider, which runs sessions (the pipeline refused an unconfined one already
+    unless the policy allows unconfined commands)."""
     provider = ctx.provider
     if not hasattr(provider, "start_session"):
         raise ToolError(
