@@ -28,7 +28,13 @@ from tinyagent import TinyAgent, tool
 
 from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.audit import AuditLog
-from tinyagent_fs.hooks import Decision, DenyAllPolicy, RiskBasedPolicy, ToolCall
+from tinyagent_fs.hooks import (
+    AutoApprovePolicy,
+    Decision,
+    DenyAllPolicy,
+    RiskBasedPolicy,
+    ToolCall,
+)
 from tinyagent_fs.hooks.terminal import TerminalHook
 from tinyagent_fs.integrations.tinyagent import TinyAgentApprovalHook, register_tools
 
@@ -336,3 +342,24 @@ async def test_each_agent_run_starts_a_new_round_budget(
 
     outcomes = [e["outcome"] for e in audit_events(audit)]
     assert outcomes == ["ok", "ok", "ok", "ok"]
+
+
+async def test_agent_drives_an_interactive_session(
+    project: Path, audit: AuditLog, agent: TinyAgent, model: ScriptedModel
+) -> None:
+    fs = FileTools(project, hooks=[AutoApprovePolicy()], audit=audit)
+    added = register_tools(agent, fs)
+    assert {"exec_command", "write_stdin", "close_session"} <= set(added)
+    model.turns += [
+        [("exec_command", {"cmd": "python3 -q", "yield_time_ms": 1500})],
+        [("write_stdin", {"session_id": "1", "chars": "print(6 * 7)\n", "yield_time_ms": 500})],
+        [("write_stdin", {"session_id": "1", "chars": "\u0004", "yield_time_ms": 1000})],
+        [("final_answer", {"content": "done"})],
+    ]
+    answer = await agent.run("compute in a REPL", max_turns=6)
+    await fs.close()
+    assert answer == "done"
+    replies = model.tool_replies()
+    assert ">>>" in replies["call_1_0"] and 'session_id="1"' in replies["call_1_0"]
+    assert "42" in replies["call_2_0"]
+    assert "exited with code 0" in replies["call_3_0"]
