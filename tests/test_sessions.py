@@ -4,6 +4,7 @@ on a real terminal: REPLs, prompts, Ctrl-C, silence, floods, limits, review and 
 from __future__ import annotations
 
 import asyncio
+import io
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy, Decision, RiskBasedPolicy
+from tinyagent_fs.hooks.terminal import TerminalHook
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from tinyagent_fs.providers.local import LocalProvider
 
@@ -278,3 +280,35 @@ async def test_an_idle_session_is_ended_and_says_so(project: Path) -> None:
         assert len(namespace_pids(provider)) == 1, "only the worker is left"
     finally:
         await fs.close()
+
+
+async def test_a_session_has_the_limits_of_run_command(project: Path) -> None:
+    policy = SandboxPolicy(max_command_file_bytes=4096)
+    provider = LinuxSandboxProvider(project, policy)
+    fs = FileTools(project, policy, provider=provider, hooks=[AutoApprovePolicy()], audit=False)
+    try:
+        result = await fs.exec_command("head -c 100000 /dev/zero > big.bin", yield_time_ms=3000)
+        assert result.data["limit_exceeded"] == "file_size", result.text
+        assert "file_size limit" in result.text
+        assert (project / "big.bin").stat().st_size <= 4096
+    finally:
+        await fs.close()
+
+
+async def test_the_terminal_prompt_shows_the_command_and_typed_control_characters(
+    project: Path,
+) -> None:
+    shown = io.StringIO()
+    person = TerminalHook(input_stream=io.StringIO("y\ny\n"), output_stream=shown)
+    provider = LinuxSandboxProvider(project, SandboxPolicy())
+    hooks = [RiskBasedPolicy(approver=person)]
+    fs = FileTools(project, provider=provider, hooks=hooks, audit=False)
+    try:
+        session = await fs.exec_command("cat # \x1b[2J", yield_time_ms=100)
+        assert session.ok, session.text
+        await fs.write_stdin(session.data["session_id"], "\u0003", yield_time_ms=100)
+    finally:
+        await fs.close()
+    text = shown.getvalue()
+    assert "cmd: cat # \\x1b[2J" in text
+    assert "chars: \\x03" in text

@@ -170,8 +170,9 @@ def _exec_on_terminal(
             os.close(slave)
         os.closerange(3, 65536)
         os.chdir(workdir)
-        signal.signal(signal.SIGINT, signal.SIG_DFL)
-        signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+        for signum in signal.valid_signals():  # Python ignores SIGPIPE and SIGXFSZ
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(signum, signal.SIG_DFL)
         rlimits, lock = limits
         if rlimits:
             _apply_rlimits(rlimits, lock)

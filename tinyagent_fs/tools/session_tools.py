@@ -17,6 +17,8 @@ from .context import ToolContext
 from .result import ToolResult
 from .spec import ToolSpec, integer, schema, string
 
+SIGNAL_LIMITS = {128 + 24: "cpu_time", 128 + 25: "file_size"}
+"""Exit codes of a program ended by SIGXCPU or SIGXFSZ: its rlimit stopped it."""
 CHARS_PER_TOKEN = 4
 """How ``max_output_tokens`` becomes characters (and raw bytes taken per read)."""
 MAX_INPUT_CHARS = 65_536
@@ -123,6 +125,7 @@ def _result(ctx: ToolContext, session: Session, text: str, read: _Reader) -> Too
             f'with session_id="{session.id}" and empty chars to read on ...]'
         )
     note = session.settle_note
+    limit = None if session.live else SIGNAL_LIMITS.get(session.exit_code or 0)
     if session.live:
         lines.append(
             f'[session {session.id} is still running: write_stdin(session_id="{session.id}", '
@@ -131,6 +134,8 @@ def _result(ctx: ToolContext, session: Session, text: str, read: _Reader) -> Too
         )
     elif session.ended == "exited":
         lines.append(f"[process exited with code {session.exit_code}; session {session.id} ended]")
+        if limit:
+            lines.append(f"[the program was stopped by its {limit} limit]")
     else:
         why = ENDED_WHY.get(session.ended or "", session.ended)
         lines.append(f"[session {session.id} ended: {why}]")
@@ -155,6 +160,7 @@ def _result(ctx: ToolContext, session: Session, text: str, read: _Reader) -> Too
         "bytes_waiting": read.left,
         "bytes_dropped": read.dropped,
         "session_output_bytes": session.total_bytes,
+        "limit_exceeded": limit,
         "sandboxed": ctx.provider.kernel_enforced,
         "protected_paths_changed": changed,
         "protected_paths_quarantined": quarantined,
