@@ -36,6 +36,11 @@ async def main():
                       journal=False)
     result = await tools.exec_command(sys.argv[2], yield_time_ms=100)
     assert result.ok, result.text
+    while sys.argv[3:] and not (root / "started.txt").exists():
+        await asyncio.sleep(0.02)
+    for command in sys.argv[3:]:
+        ran = await tools.run_command(command)
+        assert ran.ok, ran.text
     print(provider.worker_pid, flush=True)
     await asyncio.sleep(3600)
 
@@ -43,13 +48,17 @@ asyncio.run(main())
 """
 
 
-async def start_toolkit(root: Path, command: str) -> tuple[asyncio.subprocess.Process, int]:
+async def start_toolkit(
+    root: Path, command: str, *then: str
+) -> tuple[asyncio.subprocess.Process, int]:
+    """A toolkit that starts the session ``command``, then runs the commands ``then``."""
     toolkit = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",
         TOOLKIT,
         str(root),
         command,
+        *then,
         stdout=asyncio.subprocess.PIPE,
         env={**os.environ, "PYTHONPATH": str(REPO)},
     )
@@ -77,15 +86,19 @@ PLANT_AND_WAIT = (
 
 
 @pytest.mark.parametrize("signum", [signal.SIGKILL, signal.SIGTERM], ids=["sigkill", "sigterm"])
+@pytest.mark.parametrize("then", [(), ("echo a command after the session started",)])
 async def test_a_hook_planted_by_a_session_is_quarantined_when_the_toolkit_dies(
-    tmp_path: Path, signum: int
+    tmp_path: Path, signum: int, then: tuple[str, ...]
 ) -> None:
+    """With a command after the session planted it, that command's walk finds a new
+    repository: the worker is replaced, which ends the session, and its after-walk
+    quarantines the hook before the command runs."""
     root = tmp_path / "root"
     root.mkdir()
-    toolkit, _ = await start_toolkit(root, PLANT_AND_WAIT)
+    toolkit, _ = await start_toolkit(root, PLANT_AND_WAIT, *then)
     await wait_for(root / "started.txt")
     hook = root / ".git/hooks/pre-commit"
-    assert hook.exists()
+    assert hook.exists() != bool(then)
     toolkit.send_signal(signum)
     assert await toolkit.wait() == -signum
     deadline = asyncio.get_running_loop().time() + 15

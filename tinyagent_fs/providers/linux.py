@@ -132,6 +132,7 @@ class LinuxSandboxProvider(Provider):
         self._slot = WorkerSlot()
         self.sessions = sessions.SessionTable(policy.max_sessions)
         self._session_threads: ThreadPoolExecutor | None = None
+        self._sessions_settled = 0
         self._slot.on_stop = _weakly(self, LinuxSandboxProvider._sessions_lost)
         self._guardian = SettleGuardian()
         self._finalizer = weakref.finalize(self, _release, self._slot, self._guardian)
@@ -304,8 +305,7 @@ class LinuxSandboxProvider(Provider):
         with self._lock:
             before = None
             if op == "run_command":
-                before = self._before_command()
-                self._mask_for_command(before)
+                before = self._walked_and_masked()
             sock = self._ensure_worker(known=before)
             armed = hang_up.armed(sock, self._slot.stop) if hang_up else contextlib.nullcontext()
             with armed, self._settled_even_if_we_die(before):
@@ -373,6 +373,17 @@ class LinuxSandboxProvider(Provider):
         if cgroup and cgroup.limit_hits() > hits:
             _note_limit(result, "processes", self.policy.max_command_processes)
         return result
+
+    def _walked_and_masked(self) -> CodeFiles:
+        """The before-walk of a command or session, its masks planned; walked again when
+        replacing the worker ended sessions, whose after-walks quarantined meanwhile."""
+        settled = self._sessions_settled
+        before = self._before_command()
+        self._mask_for_command(before)
+        if self._sessions_settled != settled:
+            before = self._before_command()
+            self._mask_for_command(before)
+        return before
 
     def _before_command(self) -> CodeFiles:
         """The code-running files now; a worker whose protections are not on these very
@@ -491,8 +502,7 @@ class LinuxSandboxProvider(Provider):
         self._collect_ended()
         with self._lock:
             self.sessions.check_room()
-            before = self._before_command()
-            self._mask_for_command(before)
+            before = self._walked_and_masked()
             sock = self._ensure_worker(known=before)
             with self._settled_even_if_we_die(before):
                 self._send("session_start", kwargs, sock)
@@ -559,6 +569,7 @@ class LinuxSandboxProvider(Provider):
 
     def _settle_unlocked(self, session: sessions.Session) -> None:
         session.settled = True
+        self._sessions_settled += 1
         try:
             if code_watch.settle(self._protect, session.before, session.settle_note):
                 self._slot.stop()

@@ -124,21 +124,26 @@ class SessionTable:
             )
         return session
 
+    def _all(self) -> list[Session]:
+        """A copy (one C-level step under the GIL): other threads add and drop sessions."""
+        return list(self._sessions.values())
+
     def live(self) -> list[Session]:
-        return [s for s in self._sessions.values() if s.live]
+        return [s for s in self._all() if s.live]
 
     def unsettled(self) -> list[Session]:
-        return [s for s in self._sessions.values() if not s.live and not s.settled]
+        return [s for s in self._all() if not s.live and not s.settled]
 
     def forget_settled(self, keep: int = 32) -> None:
         """Drop the oldest ended and settled sessions beyond ``keep`` (their ids stay unused)."""
-        done = [s for s in self._sessions.values() if not s.live and s.settled]
-        for session in done[: max(0, len(done) - keep)]:
-            del self._sessions[session.id]
+        with self._lock:
+            done = [s for s in self._all() if not s.live and s.settled]
+            for session in done[: max(0, len(done) - keep)]:
+                del self._sessions[session.id]
 
     def oldest_before(self) -> Any:
         """The earliest before-walk among live and unsettled sessions (covers them all)."""
-        pending = [s for s in self._sessions.values() if not s.settled and s.before is not None]
+        pending = [s for s in self._all() if not s.settled and s.before is not None]
         return min(pending, key=lambda s: s.started).before if pending else None
 
     def all_lost(self, why: str) -> None:
