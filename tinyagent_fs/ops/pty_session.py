@@ -258,13 +258,14 @@ class _HostLoop:
             return False
         if not isinstance(request, dict) or request.get("close"):
             return False
-        self.last_request = time.monotonic()
+        if not request.get("peek"):  # a person's live view does not keep a session alive
+            self.last_request = time.monotonic()
         data = request.get("input") or b""
         if isinstance(data, bytes) and data:
             self.pending_input += data
             self._type()
         yield_ms = max(0, min(int(request.get("yield_ms", 0)), 600_000))
-        self.reply_at = self.last_request + yield_ms / 1000
+        self.reply_at = time.monotonic() + yield_ms / 1000
         return True
 
     def _type(self) -> None:

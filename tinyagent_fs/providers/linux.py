@@ -486,6 +486,23 @@ class LinuxSandboxProvider(Provider):
         job = partial(self._exchange_session, session, data, yield_ms, read)
         return session, await loop.run_in_executor(self._session_pool(), job)
 
+    async def session_peek(self, session_id: str) -> sessions.Session:
+        """Take what the session printed into the toolkit (for its listeners; the model
+        still reads it), without typing, waiting or counting as activity. A session
+        busy with a model's call is left alone."""
+        session = self.sessions.get(session_id)
+        if session.lock.acquire(blocking=False):
+            try:
+                job = partial(sessions.exchange, session, b"", 0, peek=True)
+                await asyncio.get_running_loop().run_in_executor(self._session_pool(), job)
+            finally:
+                session.lock.release()
+            if not session.live:
+                await asyncio.get_running_loop().run_in_executor(
+                    self._session_pool(), self._settle_session, session
+                )
+        return session
+
     async def close_session(self, session_id: str) -> sessions.Session:
         session = self.sessions.get(session_id)
         loop = asyncio.get_running_loop()

@@ -16,6 +16,7 @@ import itertools
 import socket
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,9 @@ class Session:
     settle_note: dict[str, Any] = field(default_factory=dict)
     """What the after-walk found (``protected_paths_*``) or why it failed."""
     renderer: Any = None
+    listeners: list[Callable[[Session, bytes], None]] = field(default_factory=list)
+    """Told each piece of output as it arrives, and once more (with b"") at the end:
+    a notebook's live view (``ui.session_view``)."""
 
     @property
     def live(self) -> bool:
@@ -77,10 +81,17 @@ class Session:
             self.ended = str(reply["ended"])
             code = reply.get("exit_code")
             self.exit_code = code if isinstance(code, int) else None
+        if output or not self.live:
+            self.tell(output)
+
+    def tell(self, output: bytes) -> None:
+        for listener in list(self.listeners):
+            listener(self, output)
 
     def lost(self, why: str) -> None:
         if self.ended is None:
             self.ended = why
+            self.tell(b"")
         with contextlib.suppress(OSError):
             self.sock.close()
 
@@ -93,6 +104,8 @@ class SessionTable:
         self._sessions: dict[str, Session] = {}
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()
+        self.watchers: list[Callable[[Session], None]] = []
+        """Told of each new session (a notebook's live view subscribes here)."""
 
     def check_room(self) -> None:
         if len(self.live()) >= self.max_sessions:
@@ -111,6 +124,8 @@ class SessionTable:
         with self._lock:
             session = Session(str(next(self._numbers)), command, sock, worker_pid, before)
             self._sessions[session.id] = session
+        for watcher in list(self.watchers):
+            watcher(session)
         return session
 
     def get(self, session_id: str) -> Session:
@@ -151,7 +166,7 @@ class SessionTable:
             session.lost(why)
 
 
-def exchange(session: Session, data: bytes, yield_ms: int) -> None:
+def exchange(session: Session, data: bytes, yield_ms: int, *, peek: bool = False) -> None:
     """Type ``data``, wait ``yield_ms`` and take what the host answers into ``session``.
 
     The caller holds ``session.lock``. A host that is gone (the worker was replaced,
@@ -160,7 +175,7 @@ def exchange(session: Session, data: bytes, yield_ms: int) -> None:
     """
     if not session.live:
         return
-    request = {"input": data, "yield_ms": int(yield_ms)}
+    request = {"input": data, "yield_ms": int(yield_ms), "peek": peek}
     with contextlib.suppress(wire.WireError, OSError):
         wire.send_message(session.sock, request)
     deadline = time.monotonic() + yield_ms / 1000 + REPLY_MARGIN_S

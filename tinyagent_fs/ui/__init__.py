@@ -16,6 +16,7 @@ _EXPORTS = {
     "PendingApproval": "jupyter",
     "ApprovalCard": "approval_card",
     "AuditTable": "audit_table",
+    "LiveSessionView": "session_view",
     "TinyAgentFS": "config",
     "load_settings": "config",
     "render_changeset": "diff_render",
