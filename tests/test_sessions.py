@@ -312,3 +312,14 @@ async def test_the_terminal_prompt_shows_the_command_and_typed_control_character
     text = shown.getvalue()
     assert "cmd: cat # \\x1b[2J" in text
     assert "chars: \\x03" in text
+
+
+async def test_input_a_program_does_not_read_is_bounded(fs: FileTools) -> None:
+    started = await fs.exec_command("stty raw -echo; sleep 60", yield_time_ms=300)
+    sid = started.data["session_id"]
+    refused = 0
+    for _ in range(40):
+        typed = await fs.write_stdin(sid, "x" * 65536, yield_time_ms=0)
+        refused += typed.data["input_refused"]
+    assert refused > 0 and "typed bytes were refused" in typed.text
+    assert typed.data["running"]

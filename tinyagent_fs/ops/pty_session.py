@@ -45,6 +45,8 @@ from .command import _apply_rlimits, _check_arguments, _command_env, _limit_lock
 RING_BYTES = 256 * 1024
 """Unread terminal output a host keeps; older output is dropped and counted."""
 READ_CHUNK = 65536
+MAX_PENDING_INPUT = 1024 * 1024
+"""Typed bytes a program has not read yet that a host holds; more is refused, counted."""
 ROWS, COLS = 40, 120
 """The terminal's size: wide enough that most programs do not wrap or truncate."""
 END_DRAIN_S = 0.2
@@ -205,6 +207,7 @@ class _HostLoop:
         self.ring = bytearray()
         self.dropped = 0
         self.pending_input = bytearray()
+        self.input_refused = 0
         self.exit_code: int | None = None
         self.ended: str | None = None
         self.reply_at: float | None = None
@@ -262,7 +265,9 @@ class _HostLoop:
             self.last_request = time.monotonic()
         data = request.get("input") or b""
         if isinstance(data, bytes) and data:
-            self.pending_input += data
+            room = max(0, MAX_PENDING_INPUT - len(self.pending_input))
+            self.input_refused += max(0, len(data) - room)
+            self.pending_input += data[:room]
             self._type()
         yield_ms = max(0, min(int(request.get("yield_ms", 0)), 600_000))
         self.reply_at = time.monotonic() + yield_ms / 1000
@@ -336,8 +341,10 @@ class _HostLoop:
             "dropped": self.dropped,
             "exit_code": self.exit_code,
             "ended": self.ended,
+            "input_refused": self.input_refused,
         }
         self.dropped = 0
+        self.input_refused = 0
         self.reply_at = None
         try:
             wire.send_message(self.sock, message)

@@ -52,6 +52,8 @@ class Session:
     dropped: int = 0
     """Raw bytes of output lost before they were shown (the host's ring and ours)."""
     total_bytes: int = 0
+    input_refused: int = 0
+    """Typed bytes the host refused since the last read: the program was not reading."""
     exit_code: int | None = None
     ended: str | None = None
     settled: bool = False
@@ -72,6 +74,7 @@ class Session:
             output = b""
         self.total_bytes += len(output)
         self.dropped += int(reply.get("dropped") or 0)
+        self.input_refused += int(reply.get("input_refused") or 0)
         self.unread += output
         excess = len(self.unread) - RING_BYTES
         if excess > 0:

@@ -92,6 +92,7 @@ class _Reader:
     def __init__(self, max_tokens: int) -> None:
         self.max_chars = max(256, int(max_tokens) * CHARS_PER_TOKEN)
         self.dropped = 0
+        self.input_refused = 0
         self.raw = 0
         self.left = 0
 
@@ -100,6 +101,7 @@ class _Reader:
             session.renderer = TerminalText()
         renderer: TerminalText = session.renderer
         self.dropped, session.dropped = session.dropped, 0
+        self.input_refused, session.input_refused = session.input_refused, 0
         if self.dropped:
             renderer.reset()
         chunk = bytes(session.unread[: self.max_chars])
@@ -119,6 +121,11 @@ def _result(ctx: ToolContext, session: Session, text: str, read: _Reader) -> Too
             "keeps only its newest 256 KB; redirect long output to a file to keep it all ...]"
         )
     lines.append(text if text else "(no new output)")
+    if read.input_refused:
+        lines.append(
+            f"[{read.input_refused} typed bytes were refused: the program has not read the "
+            "1 MB already typed; wait for it (empty chars) before typing more]"
+        )
     if read.left:
         lines.append(
             f"[... output truncated: {read.left} more bytes are waiting; call write_stdin "
@@ -159,6 +166,7 @@ def _result(ctx: ToolContext, session: Session, text: str, read: _Reader) -> Too
         "output_bytes": read.raw,
         "bytes_waiting": read.left,
         "bytes_dropped": read.dropped,
+        "input_refused": read.input_refused,
         "session_output_bytes": session.total_bytes,
         "limit_exceeded": limit,
         "sandboxed": ctx.provider.kernel_enforced,
