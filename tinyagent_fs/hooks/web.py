@@ -58,6 +58,7 @@ class WebApprovalHook:
         if on_timeout not in ("deny", "approve"):
             raise ValueError("on_timeout must be 'deny' or 'approve'")
         self._server = server
+        self._found = False
         self._url, self._token, self._project = url, token, project
         self.timeout_s = timeout_s
         self.on_timeout = on_timeout
@@ -69,6 +70,7 @@ class WebApprovalHook:
     def server(self) -> JupyterServer:
         if self._server is None:
             self._server = find_server(self._project, url=self._url, token=self._token)
+            self._found = True
         return self._server
 
     async def before_tool_execution(self, call: ToolCall) -> Decision:
@@ -97,6 +99,7 @@ class WebApprovalHook:
                 server.request, "POST", "tinyagent-fs/approvals", body
             )
         except JupyterUnreachable as exc:
+            self._forget_found_server()
             raise NoAnswer(str(exc)) from None
         if status != 201 or not isinstance(reply, dict):
             raise NoAnswer(f"the server refused the proposal ({status}: {_message(reply)})")
@@ -112,6 +115,11 @@ class WebApprovalHook:
             if outcome is None:  # timed out, cancelled, lost a race, or failed
                 await asyncio.shield(self._withdraw(server, approval_id))
         return self._decision(call, body, outcome)
+
+    def _forget_found_server(self) -> None:
+        """A server found on disk may have restarted elsewhere: look again next time."""
+        if self._found:
+            self._server = None
 
     async def _wait(self, server: JupyterServer, approval_id: str) -> dict[str, Any] | None:
         """The outcome once settled, or None when ``timeout_s`` passed first."""
