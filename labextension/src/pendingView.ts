@@ -118,13 +118,16 @@ export class PendingSection {
     const buttons = document.createElement('div');
     buttons.className = 'jp-TinyAgentFS-pendingButtons';
     buttons.append(
-      this._button('approve', trans.__('Approve'), 'jp-mod-accept', () =>
-        send({ verdict: 'proceed' })
+      this._button(
+        'approve',
+        trans.__('Approve'),
+        'jp-TinyAgentFS-approve',
+        () => send({ verdict: 'proceed' })
       ),
-      this._button('modify', trans.__('Modify'), 'jp-mod-warn', () =>
+      this._button('modify', trans.__('Modify'), 'jp-TinyAgentFS-modify', () =>
         panel.replaceChildren(...this._editor(proposal, send, panel))
       ),
-      this._button('deny', trans.__('Deny'), 'jp-mod-reject', () =>
+      this._button('deny', trans.__('Deny'), 'jp-TinyAgentFS-deny', () =>
         panel.replaceChildren(...this._reason(send, panel))
       )
     );
@@ -205,7 +208,7 @@ export class PendingSection {
     const apply = this._button(
       'confirm-modify',
       trans.__('Apply my version'),
-      'jp-mod-warn',
+      'jp-TinyAgentFS-modify',
       () => {
         if (!proposal.editable.length) {
           let args: Record<string, unknown>;
@@ -242,7 +245,7 @@ export class PendingSection {
     const deny = this._button(
       'confirm-deny',
       trans.__('Deny'),
-      'jp-mod-reject',
+      'jp-TinyAgentFS-deny',
       () => void send({ verdict: 'deny', reason: input.value })
     );
     input.addEventListener('keydown', event => {
