@@ -131,6 +131,6 @@ class DecisionHandler(ApprovalHandler):
 
 APPROVAL_ROUTES: list[tuple[str, type[ApprovalHandler]]] = [
     (r"/tinyagent-fs/approvals", ApprovalsHandler),
-    (r"/tinyagent-fs/approvals/([0-9a-f]{32})", ApprovalItemHandler),
-    (r"/tinyagent-fs/approvals/([0-9a-f]{32})/decision", DecisionHandler),
+    (r"/tinyagent-fs/approvals/([^/]+)", ApprovalItemHandler),
+    (r"/tinyagent-fs/approvals/([^/]+)/decision", DecisionHandler),
 ]
