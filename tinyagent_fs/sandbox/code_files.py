@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from ..code_running import ROOT_FOLDERS, is_git_dir
 from . import kernel_calls as kc
 from .protected_paths import (
+    GIT_DATA,
     GIT_DIR_OWN,
     GIT_READ_ONLY,
-    MAX_MODULE_DEPTH,
     MAX_SCAN_DEPTH,
     QUARANTINE_SUFFIX,
     ROOT_FILES,
@@ -111,27 +111,26 @@ class _Walk:
         while pending:
             relative_dir, covered = pending.pop()
             entries = self._list(relative_dir)
-            git_dir = not covered and is_git_dir({name for name, _ in entries})
+            named_git = os.path.basename(relative_dir) == ".git"
+            git_dir = not covered and (named_git or is_git_dir({name for name, _ in entries}))
             if git_dir:
-                self._git_dir(relative_dir, 0)
-                if relative_dir:
+                self._git_dir(relative_dir)
+                if relative_dir and not named_git:
                     self._protectable(relative_dir)
             for name, is_dir in entries:
                 relative = _join(relative_dir, name)
-                if name == ".git":
+                if name in (".git", ".gitmodules"):
                     self._add(relative)
-                    if is_dir:
-                        self._git_dir(relative, 0)
+                if not is_dir or (git_dir and name in GIT_DATA):
                     continue
-                if name == ".gitmodules":
-                    self._add(relative)
-                if is_dir and relative.count("/") >= MAX_SCAN_DEPTH:
+                if relative.count("/") >= MAX_SCAN_DEPTH:
                     self.found.too_deep.append(self._path(relative))
-                elif is_dir:
-                    pending.append((relative, covered or (git_dir and name in GIT_DIR_OWN)))
+                else:
+                    pending.append((relative, covered or (git_dir and name == "worktrees")))
 
-    def _git_dir(self, git: str, depth: int) -> None:
-        """The code-running entries of one git folder, then of each submodule's beneath it."""
+    def _git_dir(self, git: str) -> None:
+        """The code-running entries of one git directory (the walk finds the git
+        directories of its modules, at any depth, by what they hold)."""
         for name in GIT_READ_ONLY:
             self._protectable(_join(git, name))
         for name in (*GIT_FILES, "worktrees", "modules"):
@@ -141,10 +140,6 @@ class _Walk:
             self._add(_join(git, f"worktrees/{name}"))
             for entry in WORKTREE_FILES:
                 self._add(_join(git, f"worktrees/{name}/{entry}"))
-        if depth < MAX_MODULE_DEPTH:
-            for name, _ in self._list(_join(git, "modules")):
-                self._add(_join(git, f"modules/{name}"))
-                self._git_dir(_join(git, f"modules/{name}"), depth + 1)
 
     def _add_each(self, folder: str) -> None:
         """A folder whose every entry runs code (hooks), and each entry git or a shell may run."""
