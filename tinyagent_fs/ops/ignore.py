@@ -106,6 +106,12 @@ class IgnoreRules:
             for is_dir in (False, True)
         }
 
+    @property
+    def denials_follow_folders(self) -> bool:
+        """Whether renaming a folder can lift a denial below it: a line with a ``/`` in it
+        decides by the folders' names, a ``!`` line may re-include under another name."""
+        return any(not p.basename or p.negated for s in self.denial_sets for p in s.patterns)
+
     def is_denied(self, rel_path: str, is_dir: bool) -> bool:
         if self._fused:
             return self._denial_screens[is_dir].matches(name_key(rel_path, self.fold))

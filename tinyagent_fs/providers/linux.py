@@ -560,6 +560,7 @@ class LinuxSandboxProvider(Provider):
                 "protect": self._protect,
                 "masks": plan.masks,
                 "nested_git": plan.nested_git,
+                "pinned": plan.pinned,
                 "refuse_commands": plan.refusal,
                 "tmpdir": slot.tmpdir,
                 "canary": canary,

@@ -135,12 +135,14 @@ def _mask_and_protect_nested(
     if refusal is not None:
         return refusal, masks
     try:
+        secret_masks.pin_folders(config["pinned"], masks)
         protected_paths.protect_nested(config["nested_git"], protection)
-        masks = secret_masks.mask_secrets(
+        secret_masks.mask_secrets(
             {
                 root: [(rel, is_dir) for rel, is_dir in found]
                 for root, found in config["masks"].items()
-            }
+            },
+            masks,
         )
     except (OSError, secret_masks.MaskFailed) as exc:
         reason = str(exc) if isinstance(exc, secret_masks.MaskFailed) else _mount_failure(exc)
