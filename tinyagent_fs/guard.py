@@ -42,7 +42,7 @@ from tinyagent_fs.config_file import (
     read_config_file,
 )
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.gitignore import PatternList, root_folds_case
+from tinyagent_fs.gitignore import CostlyPatterns, PatternList, root_folds_case
 from tinyagent_fs.policy import IGNORE_FILE_NAME, SandboxPolicy
 
 _SHOWN_PATH_CHARS = 200
@@ -370,7 +370,16 @@ class PathGuard:
                     f"{MAX_CONFIG_FILE_BYTES} bytes (or is removed).",
                 ) from exc
             lines = config_lines(data or b"")
-        patterns = PatternList(lines, IGNORE_FILE_NAME, fold=self.case_insensitive)
+        try:
+            patterns = PatternList(lines, IGNORE_FILE_NAME, fold=self.case_insensitive)
+        except CostlyPatterns as exc:
+            raise ToolError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{IGNORE_FILE_NAME} in the root is not used: {exc}.",
+                f"Paths stay refused until {IGNORE_FILE_NAME} has fewer lines with several "
+                "wildcards (a person must edit it).",
+                details={"cause": "ignore_file_too_costly"},
+            ) from None
         self._ignore = (key, patterns)
         return patterns
 

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Iterator
 from ..config_file import MAX_CONFIG_FILE_BYTES, UnsafeConfigFile, config_lines, read_config_file
 from ..durable import DIRECTORY_FLAGS
 from ..errors import ErrorCode, ToolError
-from ..gitignore import PatternList, Screen, name_key, root_folds_case
+from ..gitignore import CostlyPatterns, PatternList, Screen, name_key, root_folds_case
 from ..policy import IGNORE_FILE_NAME
 
 GIT_DIR_NAME = ".git"
@@ -72,6 +72,20 @@ def _denial_lines(root: str) -> list[str]:
     return [] if data is None else config_lines(data)
 
 
+def _denial_rules(root: str, fold: bool) -> PatternList:
+    """The root's ``.tinyagentignore`` compiled; one too costly to match fails closed."""
+    try:
+        return compiled_rules(_denial_lines(root), IGNORE_FILE_NAME, fold=fold)
+    except CostlyPatterns as exc:
+        raise ToolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{IGNORE_FILE_NAME} in the root is not used: {exc}.",
+            f"Nothing is listed or searched until {IGNORE_FILE_NAME} has fewer lines with "
+            "several wildcards (a person must edit it).",
+            details={"cause": "ignore_file_too_costly"},
+        ) from None
+
+
 class IgnoreRules:
     """Everything a walk below ``root`` must skip, asked one path (relative to root) at a time.
 
@@ -91,7 +105,7 @@ class IgnoreRules:
         self.fold = root_folds_case(root) if case_insensitive is None else case_insensitive
         self.denial_sets = (
             compiled_rules(denied_patterns, "the sandbox policy", fold=self.fold),
-            compiled_rules(_denial_lines(root), IGNORE_FILE_NAME, fold=self.fold),
+            _denial_rules(root, self.fold),
         )
         self._gitignores: dict[str, PatternList | None] = {}
         self._chains: dict[str, list[tuple[int, PatternList]]] = {}
@@ -166,7 +180,10 @@ class IgnoreRules:
     def _load(self, rel_dir: str) -> PatternList | None:
         if rel_dir not in self._gitignores:
             lines = _gitignore_lines(os.path.join(self.root, rel_dir, GITIGNORE_NAME))
-            found = compiled_rules(lines, GITIGNORE_NAME, fold=self.fold) if lines else None
+            try:
+                found = compiled_rules(lines, GITIGNORE_NAME, fold=self.fold) if lines else None
+            except CostlyPatterns:
+                found = None  # only ever hides files from searches: skipped, as a huge one is
             self._gitignores[rel_dir] = found
         return self._gitignores[rel_dir]
 
