@@ -78,12 +78,13 @@ def register_code_agent(
     """Put a TinyCodeAgent's file, shell and Python tools under ``fs``; return the hook.
 
     Our file tools replace its ``read_file``, ``write_file``, ``update_file``,
-    ``glob`` and ``grep``; its ``bash`` runs through ``fs.run_command`` (our
-    sandbox, reviewed once by our pipeline); its ``run_python`` stays in its
-    bubblewrap provider, confined by :class:`ProjectBubblewrapProvider`, and is
-    reviewed by the returned :class:`TinyAgentApprovalHook` (attached first
-    among the agent's callbacks). A ``run_python`` in any other provider is
-    refused here: nothing would keep it from writing the project unreviewed.
+    ``glob`` and ``grep``. Its ``bash`` runs through ``fs.run_command`` (our
+    sandbox, reviewed once by our pipeline; ``run_command`` itself is not added
+    beside it). Its ``run_python`` stays in its bubblewrap provider, confined by
+    :class:`ProjectBubblewrapProvider`, and is reviewed by the returned
+    :class:`TinyAgentApprovalHook` (attached first among the agent's callbacks).
+    ``run_python`` in any other provider is refused here: nothing would keep it
+    from changing the project unreviewed.
     """
     provider = getattr(agent, "code_provider", None)
     if provider is None:
@@ -91,7 +92,7 @@ def register_code_agent(
     lock = asyncio.Lock()
     if _agent_has_tool(agent, "run_python"):
         ProjectBubblewrapProvider.confine(provider, fs, lock)
-    register_tools(agent, fs)
+    register_tools(agent, fs, tools=[name for name in fs.tool_names() if name != "run_command"])
     if _agent_has_tool(agent, "bash"):
         _remove_tool(agent, "bash")
         agent.add_tool(_sandboxed_bash(fs, lock))
