@@ -30,6 +30,8 @@ from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from .conftest import audit_events
 from .test_integration_tinyagent import ScriptedModel
 
+REPO = Path(__file__).resolve().parent.parent
+
 
 @pytest.fixture(autouse=True)
 def offline_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -291,6 +293,8 @@ async def test_python_sees_the_project_read_only_without_secrets_or_capabilities
         "except OSError as exc:",
         "    print('.env', exc.strerror)",
         "print([l.split()[1] for l in open('/proc/self/status') if l.startswith('CapEff')][0])",
+        f"print(os.path.exists({str(REPO / 'pyproject.toml')!r}))",
+        f"print(os.path.exists({str(audit.path.parent)!r}))",
     ]
     model.turns += [[python(*probe)], [("final_answer", {"content": "ok"})]]
 
@@ -308,6 +312,8 @@ async def test_python_sees_the_project_read_only_without_secrets_or_capabilities
         "new.txt Read-only file system",
         ".env Permission denied",
         "0000000000000000",
+        "False",  # the folder the agent was started in is not there
+        "False",  # nor anything else beside the project
     ]
     assert (project / ".env").read_text() == "SECRET=1\n"
     assert not (project / "new.txt").exists()
