@@ -24,8 +24,10 @@ from tinyagent.code_agent.providers.bubblewrap_provider import BubblewrapProvide
 from tinyagent_fs import FileTools
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import Decision, RiskBasedPolicy, ToolCall
+from tinyagent_fs.integrations.tinyagent import OWNER_ATTRIBUTE
 from tinyagent_fs.integrations.tinycodeagent import ProjectBubblewrapProvider, register_code_agent
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
+from tinyagent_fs.server.index import AuditIndex
 
 from .conftest import audit_events
 from .test_integration_tinyagent import ScriptedModel
@@ -150,6 +152,10 @@ async def test_reads_edits_python_and_bash_each_reviewed_and_audited(
     ]
     assert events[2]["arguments"]["code_lines"][0].startswith("print(open(")
     assert events[3]["arguments"]["command"] == "grep -c return src/pkg/core.py"
+    index = AuditIndex(audit.path)  # what the sidebar's server extension serves from
+    index.refresh()
+    served = [json.loads(line) for _, line in index.read_lines(range(len(index)))]
+    assert [e["tool"] for e in served][-2:] == ["run_python", "run_command"]
 
 
 async def test_denied_python_and_bash_never_run(
@@ -336,6 +342,24 @@ async def test_python_in_a_provider_we_cannot_confine_is_refused(
     assert not modal.callbacks or all(
         type(callback).__name__ != "TinyAgentApprovalHook" for callback in modal.callbacks
     )
+    await fs.close()
+
+
+async def test_without_run_python_any_provider_will_do(project: Path, audit: AuditLog) -> None:
+    modal = TinyCodeAgent(
+        model="scripted/test",
+        api_key="unused",
+        provider="modal",
+        provider_fallback=False,
+        enable_python_tool=False,
+        enable_custom_instructions=False,
+    )
+    fs = FileTools(project, audit=audit)
+    register_code_agent(modal, fs)
+    names = {entry["function"]["name"] for entry in modal.available_tools}
+    assert {"bash", "edit_file"} <= names
+    assert "run_python" not in names
+    assert getattr(modal.custom_tool_handlers["bash"], OWNER_ATTRIBUTE) is fs
     await fs.close()
 
 
