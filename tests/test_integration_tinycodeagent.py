@@ -21,10 +21,14 @@ from tinyagent import TinyAgent
 from tinyagent.code_agent import TinyCodeAgent
 from tinyagent.code_agent.providers.bubblewrap_provider import BubblewrapProvider
 
-from tinyagent_fs import FileTools
+from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import Decision, RiskBasedPolicy, ToolCall
-from tinyagent_fs.integrations.tinyagent import OWNER_ATTRIBUTE
+from tinyagent_fs.integrations.tinyagent import (
+    OWNER_ATTRIBUTE,
+    TinyAgentApprovalHook,
+    is_our_tool,
+)
 from tinyagent_fs.integrations.tinycodeagent import ProjectBubblewrapProvider, register_code_agent
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from tinyagent_fs.server.index import AuditIndex
@@ -325,6 +329,29 @@ async def test_python_sees_the_project_read_only_without_secrets_or_capabilities
     assert not (project / "new.txt").exists()
 
 
+async def test_python_whose_secrets_cannot_be_masked_is_refused_and_never_runs(
+    project: Path, audit: AuditLog, agent: TinyCodeAgent, model: ScriptedModel, scratch: Path
+) -> None:
+    fs = FileTools(
+        project,
+        SandboxPolicy(max_mask_mounts=0),  # the project's .env needs one mount
+        hooks=[Person()],
+        audit=audit,
+    )
+    register_code_agent(agent, fs)
+    model.turns += [
+        [python(f"open({str(scratch / 'python-ran')!r}, 'w').write('x')")],
+        [("final_answer", {"content": "ok"})],
+    ]
+
+    await agent.run("leave a mark", max_turns=3)
+    await fs.close()
+
+    reply = json.loads(model.tool_replies()["call_1_0"])
+    assert "commands are refused: masking the secrets" in reply["stderr"]
+    assert not (scratch / "python-ran").exists()
+
+
 async def test_python_in_a_provider_we_cannot_confine_is_refused(
     project: Path, audit: AuditLog
 ) -> None:
@@ -339,9 +366,8 @@ async def test_python_in_a_provider_we_cannot_confine_is_refused(
     with pytest.raises(ValueError, match='provider="bubblewrap"'):
         register_code_agent(modal, fs)
     assert not isinstance(modal.code_provider, BubblewrapProvider)
-    assert not modal.callbacks or all(
-        type(callback).__name__ != "TinyAgentApprovalHook" for callback in modal.callbacks
-    )
+    assert not any(isinstance(c, TinyAgentApprovalHook) for c in modal.callbacks)
+    assert not is_our_tool(modal, "write_file")
     await fs.close()
 
 

@@ -141,6 +141,8 @@ class ProjectBubblewrapProvider(BubblewrapProvider):
                 'provider="bubblewrap" (Linux: apt-get install bubblewrap), or with '
                 "enable_python_tool=False"
             )
+        # The agent made the provider (TinyCodeAgent takes no provider object) and its
+        # run_python holds on to it: it is given this class in place, state and all.
         provider.__class__ = cls
         confined: ProjectBubblewrapProvider = provider  # type: ignore[assignment]
         confined.project_root = str(fs.root)
