@@ -197,14 +197,16 @@ async def test_approved_python_and_bash_do_run(
     model.turns += [
         [python(f"open({str(scratch / 'python-ran')!r}, 'w').write('x')")],
         [bash("touch bash-ran")],
+        [("bash", {"command": "touch here", "absolute_workdir": str(project / "src")})],
         [("final_answer", {"content": "ok"})],
     ]
 
-    await agent.run("leave marks", max_turns=5)
+    await agent.run("leave marks", max_turns=6)
     await fs.close()
 
     assert (scratch / "python-ran").read_text() == "x"
     assert (project / "bash-ran").exists()
+    assert (project / "src" / "here").exists()
 
 
 async def test_modified_python_and_bash_run_as_the_person_changed_them(
