@@ -24,6 +24,7 @@ from ..display_safe import visible
 from .decision import Decision, Risk, ToolCall
 
 DECIDED_BY = "terminal"
+READS_PASS = "terminal (reads pass unasked)"
 CHANGE_PROMPT = "Apply this change? [y]es / [n]o / [e]dit: "
 CALL_PROMPT = "Run this call? [y]es / [n]o / [e]dit: "
 REASON_PROMPT = "Reason (optional): "
@@ -103,7 +104,7 @@ class TerminalHook:
 
     def before_tool_execution(self, call: ToolCall) -> Decision:
         if call.risk is Risk.READ:
-            return Decision.proceed(decided_by=DECIDED_BY)
+            return Decision.proceed(decided_by=READS_PASS)
         self._show(call)
         try:
             return self._ask(call)
@@ -196,7 +197,7 @@ class TerminalHook:
 
     def _show(self, call: ToolCall) -> None:
         paint = self._painter()
-        lines = [paint(f"{call.tool}", _BOLD) + f"  ({call.risk.value})"]
+        lines = [paint(visible(call.tool), _BOLD) + f"  ({call.risk.value})"]
         if call.tool == "run_command":
             # The whole command, every control character made visible: what a
             # person approves is what runs.
