@@ -54,10 +54,15 @@ def visible(text: str, *, keep_newlines: bool = False) -> str:
 
 
 def visible_html(text: str, *, keep_newlines: bool = False) -> str:
-    """``text`` as HTML: escaped, each hidden character a styled marker.
+    """``text`` as HTML: escaped, each hidden character a styled marker."""
+    return marked_html(html.escape(text), keep_newlines=keep_newlines)
 
-    ``html.escape`` never yields a hidden character, so marking after escaping
-    cannot touch markup; syntax-coloured code calls this on each token's text.
+
+def marked_html(markup: str, *, keep_newlines: bool = False) -> str:
+    """HTML built from ``html.escape``-d text, each hidden character a styled marker.
+
+    Neither escaping nor tags yield a hidden character, so marking after them
+    touches text only: a syntax-coloured line is marked once, not token by token.
     """
     pattern = _INVISIBLE if keep_newlines else _INVISIBLE_OR_NEWLINE
-    return pattern.sub(_marker, html.escape(text))
+    return pattern.sub(_marker, markup)

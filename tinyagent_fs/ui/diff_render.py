@@ -10,11 +10,12 @@ result says how many were left out, so the widget can offer "show all" instead
 of pushing a 10,000-line table into the page. Syntax colouring lexes each
 file's old and new text once (a multi-line string stays a string on every line)
 and is skipped for files above ``highlight_max_bytes``. Every piece of text is
-escaped and its hidden characters marked after lexing, on the real text.
+escaped and its hidden characters marked after lexing the real text.
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import zip_longest
@@ -25,7 +26,7 @@ from pygments.token import STANDARD_TYPES, Token, _TokenType
 from pygments.util import ClassNotFound
 
 from ..changes import ChangeSet, FileChange, display_text, relative_path
-from ..display_safe import visible_html
+from ..display_safe import marked_html, visible_html
 from ..text import split_lines
 from .diff_sections import DiffLine, FileDiff, file_diffs
 
@@ -211,12 +212,12 @@ class _LineBuilder:
         if not piece:
             return
         self.length += len(piece)
-        escaped = visible_html(piece)
+        escaped = html.escape(piece)
         self.parts.append(f'<span class="tok-{css}">{escaped}</span>' if css else escaped)
 
     def html(self) -> str:
         tail = f"… ({self.cut} more characters)" if self.cut else ""
-        return "".join(self.parts) + tail
+        return marked_html("".join(self.parts)) + tail
 
 
 def _css_class(token_type: _TokenType) -> str:
