@@ -213,7 +213,7 @@ def test_without_a_frontend_the_environment_policy_decides(
     assert "auto-approve policy decides every call" in cell.stdout
     assert "OK" in cell.stdout
     plain = [output.get("text/plain", "") for output in cell.outputs]
-    assert any("approved by auto-approve" in text and "+# Proposed" in text for text in plain)
+    assert any("allowed by auto-approve" in text and "+# Proposed" in text for text in plain)
     refusing = kernel.run("print(JupyterHook().describe())").stdout
     assert "no widget frontend is attached" in refusing
 

@@ -26,6 +26,7 @@ from ..display_safe import visible
 from .decision import Decision, NoAnswer, Risk, ToolCall
 
 DECIDED_BY = "terminal"
+READS_PASS = "terminal (reads pass unasked)"
 CHANGE_PROMPT = "Apply this change? [y]es / [n]o / [e]dit: "
 CALL_PROMPT = "Run this call? [y]es / [n]o / [e]dit: "
 REASON_PROMPT = "Reason (optional): "
@@ -120,7 +121,7 @@ class TerminalHook:
         """The person's answer; ``NoAnswer`` when the input is closed or another
         approver answered first (``withdraw``)."""
         if call.risk is Risk.READ:
-            return Decision.proceed(decided_by=DECIDED_BY)
+            return Decision.proceed(decided_by=READS_PASS)
         event, winner = self._withdrawal(call)
         self._withdrawn = event
         try:
@@ -236,7 +237,7 @@ class TerminalHook:
 
     def _show(self, call: ToolCall) -> None:
         paint = self._painter()
-        lines = [paint(f"{call.tool}", _BOLD) + f"  ({call.risk.value})"]
+        lines = [paint(visible(call.tool), _BOLD) + f"  ({call.risk.value})"]
         if call.tool == "run_command":
             # The whole command, every control character made visible: what a
             # person approves is what runs.

@@ -17,14 +17,14 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..display_safe import visible
+from ..display_safe import visible, visible_html
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from .call_text import (
     argument_change_message,
     content_change_message,
     editable_texts,
     record_html,
-    summarise,
+    summary_text,
 )
 from .config import TinyAgentFS
 from .diff_render import DIFF_CSS, render_changeset
@@ -60,7 +60,7 @@ class ApprovalCard:
         self._on_answer = on_answer
         self._full_diff = False
         self.closed = False
-        self.summary = summarise(call)
+        self.summary = summary_text(call)
         self.heading = widgets.HTML(_heading_html(call, self.summary, policy_note))
         self.details = self._details()
         self.approve = widgets.Button(
@@ -85,12 +85,12 @@ class ApprovalCard:
         self.modify.on_click(lambda _b: self._open_editor())
         self.deny.on_click(lambda _b: self._open_reason())
         self.trust_path = widgets.Checkbox(
-            description=f"Trust {', '.join(self._paths())} for this session",
+            description=f"Trust {visible(', '.join(self._paths()))} for this session",
             indent=False,
             layout=widgets.Layout(width="auto"),
         )
         self.trust_tool = widgets.Checkbox(
-            description=f"Trust every {call.tool} call for this session",
+            description=f"Trust every {visible(call.tool)} call for this session",
             indent=False,
             layout=widgets.Layout(width="auto"),
         )
@@ -163,7 +163,7 @@ class ApprovalCard:
             self.editors = {
                 path: widgets.Textarea(
                     value=text,
-                    description=path if len(texts) == 1 else "",
+                    description=visible(path) if len(texts) == 1 else "",
                     layout=widgets.Layout(width="100%", height="20em"),
                     style={"description_width": "initial"},
                 )
@@ -173,7 +173,8 @@ class ApprovalCard:
                 editor: widgets.Widget = next(iter(self.editors.values()))
             else:
                 editor = widgets.Tab(
-                    children=list(self.editors.values()), titles=tuple(self.editors)
+                    children=list(self.editors.values()),
+                    titles=tuple(visible(path) for path in self.editors),
                 )
         else:
             self.editors = {
@@ -288,8 +289,8 @@ def _heading_html(call: ToolCall, summary: str, policy_note: str) -> str:
     }[call.risk]
     return (
         '<div style="font-family: var(--jp-ui-font-family); color: var(--jp-ui-font-color1)">'
-        f"<b>Approval needed</b> · {html.escape(risk)} · <code>{html.escape(summary)}</code>"
-        f'<br><span style="color: var(--jp-ui-font-color2)">{html.escape(policy_note)}</span>'
+        f"<b>Approval needed</b> · {html.escape(risk)} · <code>{visible_html(summary)}</code>"
+        f'<br><span style="color: var(--jp-ui-font-color2)">{visible_html(policy_note)}</span>'
         "</div>"
     )
 
@@ -304,17 +305,15 @@ def _arguments_html(call: ToolCall) -> str:
         command = str(call.args.get("command", ""))
         workdir = str(call.args.get("workdir") or ".")
         timeout = call.args.get("timeout_s")
-        rows = [
-            f"<div>Working directory: <code>{html.escape(visible(workdir))}</code> (in the project)"
-        ]
+        rows = [f"<div>Working directory: <code>{visible_html(workdir)}</code> (in the project)"]
         if timeout is not None:
             rows.append(f" · timeout {html.escape(str(timeout))} s")
         rows.append("</div>")
-        shown = html.escape(visible(command, keep_newlines=True))
+        shown = visible_html(command, keep_newlines=True)
         return f'<pre style="{style}">$ {shown}</pre>' + "".join(rows)
     body = json.dumps(call.args, indent=2, ensure_ascii=False, default=str)
-    return f'<pre style="{style}">{html.escape(body)}</pre>'
+    return f'<pre style="{style}">{visible_html(body, keep_newlines=True)}</pre>'
 
 
 def _error_html(text: str) -> str:
-    return f'<span style="color: var(--jp-error-color1, #d32f2f)">{html.escape(text)}</span>'
+    return f'<span style="color: var(--jp-error-color1, #d32f2f)">{visible_html(text)}</span>'
