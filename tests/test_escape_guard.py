@@ -471,3 +471,24 @@ async def test_file_tools_never_write_into_or_make_a_git_directory_by_content(
     made = await fs.create_directory("half/refs")
     assert made.error is not None and made.error.code == "DENIED_PATTERN"
     assert (await fs.write_file("half/notes.txt", "fine\n")).ok
+
+
+async def test_one_patch_cannot_make_a_git_directory_from_files_each_harmless_alone(
+    fs: FileTools, project: Path
+) -> None:
+    (project / "sub").mkdir()
+    for where in ("backup.git/", "sub/", ""):  # a folder, another, the root itself
+        patch = "".join(
+            f"*** Add File: {where}{name}\n+{text}\n"
+            for name, text in (
+                ("HEAD", "ref: refs/heads/main"),
+                ("objects/info/packs", ""),
+                ("refs/tags/.keep", ""),
+                ("config", "[core]\n+\thooksPath = /tmp/pwned"),
+            )
+        )
+        result = await fs.call("apply_patch", {"patch": f"*** Begin Patch\n{patch}*** End Patch"})
+        assert result.error is not None and result.error.code == "DENIED_PATTERN", result.text
+        assert "git directory" in result.text
+        assert not (project / where / "config").exists()
+        assert not (project / where / "HEAD").exists()

@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any
 
 from ..audit import AuditEvent, AuditLog, summarise_arguments
-from ..changes import ChangeSet
+from ..changes import ChangeKind, ChangeSet
 from ..errors import ErrorCode, ToolError
 from ..gc_pause import paused_gc
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
@@ -170,6 +170,11 @@ class Pipeline:
 
     async def _commit(self, plan: Plan) -> dict[str, Any]:
         changeset = plan.changeset
+        self.ctx.guard.refuse_git_dirs_made(
+            str(change.dest if change.kind is ChangeKind.MOVE else change.path)
+            for change in changeset.changes
+            if change.kind in (ChangeKind.CREATE, ChangeKind.MKDIR, ChangeKind.MOVE)
+        )
         journal = self.ctx.journal
         try:
             report = await self.ctx.provider.commit(
