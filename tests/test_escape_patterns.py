@@ -100,6 +100,22 @@ async def test_a_gitignore_built_to_stall_is_skipped_not_matched(
         assert "aaaaa0b" in result.text, "the stalling .gitignore was applied"
 
 
+async def test_nested_gitignores_within_the_budget_each_do_not_add_up_past_it(
+    fs: FileTools, project: Path
+) -> None:
+    costly = "".join(f"{'*a' * 50}b{index}\n" for index in range(5))  # about 40 % each
+    folder = project
+    for level in range(1, 7):
+        folder = folder / "d"
+        folder.mkdir()
+        (folder / ".gitignore").write_text(costly + f"hidden{level}.txt\n")
+        (folder / f"hidden{level}.txt").write_text(f"{TOKEN}\n")
+    found = await asyncio.wait_for(fs.glob("**/hidden*.txt"), 60)
+    shown = {Path(path).name for path in found.data["matches"]}
+    assert "hidden1.txt" not in shown and "hidden2.txt" not in shown  # within the budget
+    assert {f"hidden{level}.txt" for level in range(3, 7)} <= shown  # past it: skipped
+
+
 async def test_a_tinyagentignore_too_costly_to_match_fails_closed(
     fs: FileTools, project: Path
 ) -> None:

@@ -127,7 +127,8 @@ class PatternList:
         self.fold = fold
         parsed = (GitPattern.parse(line, fold=fold) for line in lines)
         self.patterns = [pattern for pattern in parsed if pattern is not None]
-        cost = sum(match_cost(pattern) for pattern in self.patterns)
+        self.cost = cost = sum(match_cost(pattern) for pattern in self.patterns)
+        """What matching one path against these lines may cost (see :func:`match_cost`)."""
         if cost > MAX_MATCH_COST:
             raise CostlyPatterns(
                 f"its lines could cost about {cost * 10 // 1000} ms to match against one "

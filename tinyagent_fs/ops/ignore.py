@@ -18,7 +18,14 @@ from collections.abc import Iterable, Iterator
 from ..config_file import MAX_CONFIG_FILE_BYTES, UnsafeConfigFile, config_lines, read_config_file
 from ..durable import DIRECTORY_FLAGS
 from ..errors import ErrorCode, ToolError
-from ..gitignore import CostlyPatterns, PatternList, Screen, name_key, root_folds_case
+from ..gitignore import (
+    MAX_MATCH_COST,
+    CostlyPatterns,
+    PatternList,
+    Screen,
+    name_key,
+    root_folds_case,
+)
 from ..policy import IGNORE_FILE_NAME
 
 GIT_DIR_NAME = ".git"
@@ -200,6 +207,8 @@ class IgnoreRules:
         for directory in reversed(missing):
             parent = self._chains[directory.rpartition("/")[0]] if directory else []
             own = self._load(directory)
+            if own is not None and own.cost + sum(r.cost for _, r in parent) > MAX_MATCH_COST:
+                own = None  # a path is matched against the whole chain: skipped like a huge one
             chain = ([(len(directory) + 1 if directory else 0, own)] if own else []) + parent
             self._chains[directory] = chain
         return self._chains[rel_dir]
