@@ -11,6 +11,7 @@ coded error, and file tools keep working meanwhile.
 from __future__ import annotations
 
 import shlex
+import shutil
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -247,3 +248,26 @@ async def test_a_secret_denied_by_its_path_stays_masked_when_a_folder_above_is_r
         assert_not_served(again)
         for path in (secret, *(move.split()[1] for move in moves)):
             assert_not_served(await fs.read_file(path))
+
+
+@pytest.mark.parametrize("how", ["rename over", "delete and recreate", "folder remade"])
+async def test_a_secret_the_person_replaces_between_commands_stays_masked(
+    root: Path, how: str
+) -> None:
+    async for fs in open_tools(root, SandboxPolicy()):
+        (root / ".ssh").mkdir()
+        (root / ".ssh" / "id_x").write_text("old key\n")
+        first = await fs.run_command("cat config/.env .ssh/id_x")
+        assert_not_served(first)
+        if how == "rename over":  # an editor's save, sed -i, git checkout
+            (root / "config" / ".env.tmp").write_text(f"SECRET={SECRET_TEXT}\n")
+            (root / "config" / ".env.tmp").rename(root / "config" / ".env")
+        elif how == "delete and recreate":
+            (root / "config" / ".env").unlink()
+            (root / "config" / ".env").write_text(f"SECRET={SECRET_TEXT}\n")
+        else:
+            shutil.rmtree(root / ".ssh")
+            (root / ".ssh").mkdir()
+            (root / ".ssh" / "id_x").write_text(f"{SECRET_TEXT}\n")
+        again = await fs.run_command("cat config/.env .ssh/id_x")
+        assert_not_served(again)

@@ -52,6 +52,11 @@ class MaskPlan:
     pinned: dict[str, list[str]] = field(default_factory=dict)
     """Folders above a secret whose denial depends on their names (``/config/prod.key``):
     bound onto themselves, so a command cannot rename them (EBUSY) and lift the denial."""
+    identities: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
+    """Inode and ctime of each masked entry and pinned folder (an inode number can be
+    reused at once): a mount stays on what it covered, so one a person replaced (an
+    editor's save, ``git checkout``, ``rm -rf`` and ``mkdir``) is a new plan, and the
+    worker is replaced."""
     refusal: dict[str, Any] | None = None
     """Why commands are refused (``message``, ``hint``, ``details``), or None."""
     entries_walked: int = 0
@@ -64,8 +69,11 @@ class MaskPlan:
             sorted((root, tuple(sorted(found))) for root, found in self.nested_git.items())
         )
         pinned = tuple(sorted((root, tuple(sorted(found))) for root, found in self.pinned.items()))
+        identities = tuple(
+            sorted((root, tuple(sorted(found))) for root, found in self.identities.items())
+        )
         refused = None if self.refusal is None else self.refusal["message"]
-        return masks, nested, pinned, refused
+        return masks, nested, pinned, identities, refused
 
     def mounts(self) -> int:
         masks = sum(len(found) for found in self.masks.values())
@@ -161,6 +169,7 @@ def _walk(
 ) -> None:
     nested_git = plan.nested_git.setdefault(root, []) if nested else []
     pinned: set[str] = set()
+    identities = plan.identities.setdefault(root, [])
     follow = rules.denials_follow_folders
     root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
@@ -188,10 +197,25 @@ def _walk(
                 if is_dir:
                     inside = name == ".git" or (git_dir and name in GIT_DIR_OWN)
                     pending.append((relative, covered or inside))
+        if pinned:
+            plan.pinned[root] = sorted(pinned, key=lambda folder: (folder.count("/"), folder))
+        for relative in [*(found for found, _ in masks), *pinned]:
+            identities.append((relative, *_identity(root_fd, relative)))
     finally:
         os.close(root_fd)
-    if pinned:
-        plan.pinned[root] = sorted(pinned, key=lambda folder: (folder.count("/"), folder))
+
+
+def _identity(root_fd: int, relative: str) -> tuple[int, int]:
+    """Inode and ctime of what is at ``relative`` now; (0, 0) when it is gone."""
+    try:
+        fd = kc.open_beneath(root_fd, relative, os.O_PATH)
+    except OSError:
+        return 0, 0
+    try:
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return info.st_ino, info.st_ctime_ns
 
 
 def _folders_above(relative: str) -> list[str]:
