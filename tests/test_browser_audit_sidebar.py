@@ -163,9 +163,25 @@ def show_audit_panel(page: Any) -> None:
 
 
 def run_cell(page: Any, index: int) -> None:
+    """Shift+Enter in the cell until its prompt shows it queued or run: while JupyterLab
+    still settles its layout on a loaded machine, a first keypress can land elsewhere."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     cell = page.locator(".jp-Notebook .jp-CodeCell").nth(index)
-    cell.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Shift+Enter")
+    prompt = cell.locator(".jp-InputArea-prompt")
+    for attempt in range(PALETTE_ATTEMPTS):
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            page.wait_for_function(
+                "(el) => el.textContent.trim() !== '[ ]:'",
+                arg=prompt.element_handle(),
+                timeout=PALETTE_TIMEOUT_MS,
+            )
+            return
+        except PlaywrightTimeout:
+            if attempt == PALETTE_ATTEMPTS - 1:
+                raise
 
 
 def audit_lines(path: Path) -> list[dict]:
