@@ -223,3 +223,21 @@ async def test_file_tools_never_write_a_git_pointer_file(
     copied = await tools.copy_path("pointer.txt", path)
     assert copied.error is not None and copied.error.code == "DENIED_PATTERN", copied.text
     assert not (root / path).exists()
+
+
+async def test_a_folder_symlink_into_a_git_directorys_objects_is_quarantined(
+    root: Path, tools: FileTools, home: Path, marker: Path
+) -> None:
+    git(root, "init", "-q")
+    hidden = ".git/objects/zz/.git"
+    result = await run(
+        tools,
+        f"mkdir -p {hidden}/objects {hidden}/refs/heads && echo 'ref: refs/heads/main' > "
+        f"{hidden}/HEAD && "
+        + write_command(f"{hidden}/config", planted_config(marker))
+        + " && ln -s .git/objects/zz docs",
+    )
+    assert str(root / "docs") in moved(result), result.data
+    assert not (root / "docs").exists()
+    person_uses_git(root, home)
+    assert not marker.exists()

@@ -101,6 +101,9 @@ class _Walk:
 
     def __init__(self, root_fd: int, root: str, found: CodeFiles, before: CodeFiles | None):
         self.root_fd, self.root, self.found, self.before = root_fd, root, found, before
+        self.symlinks: list[str] = []
+        self.git_data: list[str] = []
+        """Folders of git directories the walk does not enter (``GIT_DATA``), as paths."""
 
     def run(self) -> None:
         for relative in sorted(ROOT_CONTAINERS | set(ROOT_FILES)):
@@ -115,6 +118,8 @@ class _Walk:
             git_dir = not covered and (named_git or is_git_dir({name for name, _ in entries}))
             if git_dir:
                 self._git_dir(relative_dir)
+                here = os.path.realpath(self._path(relative_dir))
+                self.git_data += [os.path.join(here, name) for name in GIT_DATA]
                 if relative_dir and not named_git:
                     self._protectable(relative_dir)
             for name, is_dir in entries:
@@ -127,6 +132,17 @@ class _Walk:
                     self.found.too_deep.append(self._path(relative))
                 else:
                     pending.append((relative, covered or (git_dir and name == "worktrees")))
+        self._watch_symlinks_into_git_data()
+
+    def _watch_symlinks_into_git_data(self) -> None:
+        """A symlink that leads into a folder the walk does not enter is watched itself:
+        a person who follows it (``cd docs``) would reach whatever a command hid there."""
+        if not self.git_data:
+            return
+        for relative in self.symlinks:
+            target = os.path.realpath(self._path(relative))
+            if any(target == data or target.startswith(data + "/") for data in self.git_data):
+                self._add(relative)
 
     def _git_dir(self, git: str) -> None:
         """The code-running entries of one git directory (the walk finds the git
@@ -200,8 +216,13 @@ class _Walk:
                 return []
             fd = reopened
         try:
+            listed = []
             with os.scandir(fd) as entries:
-                return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+                for entry in entries:
+                    if entry.is_symlink():
+                        self.symlinks.append(_join(relative, entry.name))
+                    listed.append((entry.name, entry.is_dir(follow_symlinks=False)))
+            return listed
         finally:
             os.close(fd)
 
