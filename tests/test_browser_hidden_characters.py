@@ -16,14 +16,12 @@ from typing import Any
 import nbformat
 import pytest
 
+from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from tests.jupyter_process import JupyterProcess, start_jupyter
 from tests.test_browser_audit_sidebar import (
     ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
     PANEL,
     ROW,
-    _require_browser,
     run_cell,
     shot,
     show_audit_panel,
@@ -61,7 +59,7 @@ def audit_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, audit_log: Path) -> Iterator[JupyterProcess]:
-    _require_browser()
+    require_browser()
     root = tmp_path_factory.mktemp("hidden-root")
     home = tmp_path_factory.mktemp("hidden-home")
     notebook = nbformat.v4.new_notebook()
