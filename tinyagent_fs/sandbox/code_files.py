@@ -140,7 +140,10 @@ class _Walk:
         if not self.git_data:
             return
         for relative in self.symlinks:
-            target = os.path.realpath(self._path(relative))
+            try:
+                target = os.path.realpath(self._path(relative))
+            except OSError:
+                continue  # replaced since it was listed (only a person acts meanwhile)
             if any(target == data or target.startswith(data + "/") for data in self.git_data):
                 self._add(relative)
 
@@ -292,6 +295,8 @@ def quarantine(keys: list[Key]) -> list[dict[str, str]]:
         path = os.path.join(root, relative)
         try:
             outcomes.append({"path": path, **_move_aside(root, relative)})
+        except FileNotFoundError:
+            continue  # gone since the walk (only a person acts now): nothing to move
         except OSError as exc:
             outcomes.append({"path": path, "error": exc.strerror or str(exc)})
     return outcomes
