@@ -101,6 +101,7 @@ class _Walk:
 
     def __init__(self, root_fd: int, root: str, found: CodeFiles, before: CodeFiles | None):
         self.root_fd, self.root, self.found, self.before = root_fd, root, found, before
+        self.real_root = os.path.realpath(root)
         self.symlinks: list[str] = []
         self.git_data: list[str] = []
         """Folders of git directories the walk does not enter (``GIT_DATA``), as paths."""
@@ -118,7 +119,7 @@ class _Walk:
             git_dir = not covered and (named_git or is_git_dir({name for name, _ in entries}))
             if git_dir:
                 self._git_dir(relative_dir)
-                here = os.path.realpath(self._path(relative_dir))
+                here = os.path.join(self.real_root, relative_dir)  # the walk follows no link
                 self.git_data += [os.path.join(here, name) for name in GIT_DATA]
                 if relative_dir and not named_git:
                     self._protectable(relative_dir)
