@@ -282,6 +282,14 @@ function render({ model, el }) {
     }
   }
 
+  // Keys meant for the card stay in the card: JupyterLab's notebook shortcuts
+  // (Enter, A, B, D D, ...) would otherwise act on the cell instead.
+  root.addEventListener("keydown", (event) => {
+    const target = event.target;
+    const typing = target.matches("input[type=text], textarea");
+    const pressing = target.matches("button, input, summary") && [" ", "Enter"].includes(event.key);
+    if (typing || pressing) event.stopPropagation();
+  });
   model.on("change:closed", draw);
   model.on("msg:custom", onMessage);
   draw();
