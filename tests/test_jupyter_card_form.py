@@ -128,6 +128,11 @@ def run_setup(page: Any) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
     for attempt in range(4):
+        dialog = page.locator(".jp-Dialog")
+        if dialog.count():
+            # Seen once on a loaded machine at startup; say what it was.
+            shot(page, "card-form-startup-dialog")
+            raise AssertionError(f"JupyterLab showed a dialog: {dialog.first.inner_text()}")
         run_cell(page, 0)
         try:
             page.wait_for_selector(".jp-OutputArea-output:has-text('ready:')", timeout=20_000)
