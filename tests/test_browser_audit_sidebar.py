@@ -240,7 +240,7 @@ def test_the_sidebar_follows_approved_and_denied_calls(
     page.wait_for_selector(".jp-OutputArea-output:has-text('ready:')")
 
     run_cell(page, 1)
-    approve = page.locator(".jupyter-widgets button:has-text('Approve')").first
+    approve = page.locator(".taf-card button:has-text('Approve')").first
     approve.wait_for(state="visible")
     shot(page, "02-approval-widget")
     approve.click()
@@ -264,12 +264,12 @@ def test_the_sidebar_follows_approved_and_denied_calls(
     page.locator(f"{PANEL} .jp-TinyAgentFS-back").click()
 
     run_cell(page, 2)
-    card = page.locator(".jupyter-widgets:has(button:has-text('Approve'))").last
+    card = page.locator(".taf-card:has(button:has-text('Approve'))").last
     card.locator("button:has-text('Deny')").first.click()
-    reason = page.locator(".jupyter-widgets input[placeholder*='optional']").last
+    reason = card.locator("input[placeholder*='optional']")
     reason.wait_for(state="visible")
     reason.fill("not in this project")
-    page.locator(".jupyter-widgets button.mod-danger:has-text('Deny')").last.click()
+    card.locator("button.taf-confirm:has-text('Deny')").click()
     denied = wait_for_audit(audit_log, lambda e: e["tool"] == "write_file")
     latency = seconds_until_row(page, denied["event_id"])
     assert latency <= LIVE_LIMIT_S, f"the denied write showed after {latency:.2f}s"

@@ -154,13 +154,12 @@ def test_the_card_and_the_sidebar_mark_hidden_characters(
     shot(page, "hidden-01-card")
 
     card.locator("button:has-text('Modify')").first.click()
-    editor = card.locator(".widget-textarea").first
-    editor.wait_for(state="visible")
-    assert_marked(dom_text(editor.locator("label").first), NAME_TOKENS)
+    card.locator(".taf-editor").first.wait_for(state="visible")
+    assert_marked(dom_text(card.locator("label.taf-label").first), NAME_TOKENS)
     card.locator("button:has-text('Cancel')").first.click()
     card.locator("button:has-text('Approve')").first.click()
     written = wait_for_audit(audit_log, lambda e: e["tool"] == "write_file")
-    record = card.locator(".widget-html:has-text('Approved')").first
+    record = card.locator(".taf-record:has-text('Approved')").first
     record.wait_for(state="visible")
     assert_marked(dom_text(record), NAME_TOKENS)
     assert record.locator(".taf-hidden-char").count() == 2

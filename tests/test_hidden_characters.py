@@ -29,6 +29,8 @@ from tinyagent_fs.ui import AuditTable, JupyterHook
 from tinyagent_fs.ui import jupyter as jupyter_ui
 from tinyagent_fs.ui.diff_render import render_changeset
 
+from .card_support import from_page, to_page
+
 # The Trojan-Source set, C0/C1 controls and zero-width characters of issue 22.
 BIDI = [*map(chr, range(0x202A, 0x202F)), *map(chr, range(0x2066, 0x206A))]
 BIDI += ["\u200e", "\u200f", "\u061c"]
@@ -89,13 +91,6 @@ def card_for(call: ToolCall):
     return hook._open(call, None).card
 
 
-def descendants(widget: widgets.Widget) -> list[widgets.Widget]:
-    found = [widget]
-    for child in getattr(widget, "children", ()):
-        found += descendants(child)
-    return found
-
-
 # --- the sanitiser ------------------------------------------------------------------
 
 
@@ -148,37 +143,31 @@ def test_diff_lines_mark_hidden_characters(
 
 def test_card_heading_marks_a_hostile_name(tmp_path: Path) -> None:
     card = card_for(hostile_call(tmp_path))
-    assert_marked_html(card.heading.value, ["\u202e", "\u200b"])
+    assert_marked_html(card.widget.heading, ["\u202e", "\u200b"])
 
 
 def test_trust_checkbox_label_marks_a_hostile_name(tmp_path: Path) -> None:
     card = card_for(hostile_call(tmp_path))
-    assert card.trust_path in descendants(card.widget)
-    assert_marked(card.trust_path.description, ["\u202e", "\u200b"])
-    assert_marked(card.trust_tool.description, [])
+    assert_marked(card.widget.trust["path"], ["\u202e", "\u200b"])
+    assert_marked(card.widget.trust["tool"], [])
 
 
 def test_modify_panel_labels_mark_hostile_names(tmp_path: Path) -> None:
-    card = card_for(hostile_call(tmp_path))
-    card.modify.click()
-    (editor,) = card.editors.values()
-    assert_marked(editor.description, ["\u202e", "\u200b"])
-    assert editor.value == CONTENT  # the text to edit is the real text
     other = "other\u2067.py"
-    several = card_for(hostile_call(tmp_path, names=(NAME, other)))
-    several.modify.click()
-    tabs = several.panel.children[0]
-    assert isinstance(tabs, widgets.Tab)
-    assert_marked(" ".join(tabs.titles), ["\u202e", "\u200b", "\u2067"])
-    assert list(several.editors) == [NAME, other]
+    card = card_for(hostile_call(tmp_path, names=(NAME, other)))
+    sent = to_page(card)
+    from_page(card, "load", what="editors")
+    (loaded,) = sent
+    assert [file["path"] for file in loaded["files"]] == [NAME, other]
+    labels = " ".join(file["label"] for file in loaded["files"])
+    assert_marked(labels, ["\u202e", "\u200b", "\u2067"])
+    assert loaded["files"][0]["text"] == CONTENT  # the text to edit is the real text
 
 
 def test_record_after_a_decision_marks_name_and_reason(tmp_path: Path) -> None:
     card = card_for(hostile_call(tmp_path))
-    card.deny.click()
-    card.reason.value = "looks \x1b[2Kfine\u202e"
-    card.confirm_deny.click()
-    assert_marked_html(card.record.value, ["\u202e", "\u200b", "\x1b"])
+    from_page(card, "deny", reason="looks \x1b[2Kfine\u202e")
+    assert_marked_html(card.widget.record, ["\u202e", "\u200b", "\x1b"])
 
 
 def test_command_arguments_are_marked_in_the_card() -> None:
@@ -186,8 +175,8 @@ def test_command_arguments_are_marked_in_the_card() -> None:
         "run_command", {"command": "ls\u202e #\x1b[2K", "workdir": "a\u200b"}, Risk.EXECUTE
     )
     card = card_for(call)
-    assert_marked_html(card.details.value, ["\u202e", "\x1b", "\u200b"])
-    assert_marked_html(card.heading.value, ["\u202e", "\x1b"])
+    assert_marked_html(card.widget.details, ["\u202e", "\x1b", "\u200b"])
+    assert_marked_html(card.widget.heading, ["\u202e", "\x1b"])
 
 
 def test_headless_record_marks_name_and_diff(
@@ -245,17 +234,16 @@ def test_only_a_persons_answer_counts_as_approved() -> None:
 def test_a_policy_decision_is_recorded_as_allowed_not_approved(tmp_path: Path) -> None:
     card = card_for(hostile_call(tmp_path))
     card.close(Decision.proceed(decided_by="risk-based (trusted for this session)"))
-    assert "Allowed" in card.record.value and "Approved" not in card.record.value
+    assert "Allowed" in card.widget.record and "Approved" not in card.widget.record
     person = card_for(hostile_call(tmp_path))
-    person.approve.click()
-    assert "Approved" in person.record.value
+    from_page(person, "approve")
+    assert "Approved" in person.widget.record
 
 
 def test_undo_never_offers_trust(tmp_path: Path) -> None:
     card = card_for(hostile_call(tmp_path, tool="undo"))
-    assert card.trust_tool not in descendants(card.widget)
-    assert card.trust_path not in descendants(card.widget)
-    assert "undo always asks" in card.heading.value
+    assert card.widget.trust == {}
+    assert "undo always asks" in card.widget.heading
     policy = RiskBasedPolicy()
     with pytest.raises(ValueError, match="cannot be trusted"):
         policy.trust_tool("undo")
