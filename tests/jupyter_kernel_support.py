@@ -1,8 +1,10 @@
 """A real ipykernel driven the way a notebook frontend drives it.
 
 The kernel runs this test environment's Python. Widgets are found among the
-``comm_open`` messages on IOPub; a click is the ``comm_msg`` a browser sends
-for a button, and typing into a text box is an ``update`` of its ``value``.
+``comm_open`` messages on IOPub. An approval card's page answers with one custom
+``comm_msg`` carrying the decision and the whole form (``approval_card.js``),
+and asks for more to show the same way; what the kernel sends back to the page
+is kept with the widget (``WidgetModel.received``).
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ class WidgetModel:
     comm_id: str
     model: str
     state: dict[str, Any]
+    received: list[Any] = field(default_factory=list)
 
 
 @dataclass
@@ -126,6 +129,8 @@ class KernelSession:
             data = content["data"]
             if data.get("method") in ("update", "echo_update"):
                 self.models[content["comm_id"]].state.update(data.get("state", {}))
+            elif data.get("method") == "custom":
+                self.models[content["comm_id"]].received.append(data.get("content"))
         execution = self.executions.get(message["parent_header"].get("msg_id", ""))
         if execution is None:
             return
@@ -158,18 +163,25 @@ class KernelSession:
         self.pump_until(lambda: bool(self.new_models(since, model, **state)), timeout)
         return self.new_models(since, model, **state)[-1]
 
-    def wait_for_button(self, since: int, description: str) -> WidgetModel:
-        return self.wait_for(since, "ButtonModel", description=description)
+    def wait_for_card(self, since: int) -> WidgetModel:
+        """The approval card opened after ``since``."""
+        return self.wait_for(since, "AnyModel")
 
-    def click(self, button: WidgetModel, subshell_id: str | None = None) -> None:
-        self._comm_msg(
-            button.comm_id, {"method": "custom", "content": {"event": "click"}}, subshell_id
-        )
+    def send_from_page(
+        self, card: WidgetModel, action: str, subshell_id: str | None = None, **form: Any
+    ) -> None:
+        """What the card's page sends: the action with the whole form."""
+        content = {"action": action, "trust_path": False, "trust_tool": False, **form}
+        self._comm_msg(card.comm_id, {"method": "custom", "content": content}, subshell_id)
 
-    def type_into(self, box: WidgetModel, value: str) -> None:
-        self._comm_msg(
-            box.comm_id, {"method": "update", "state": {"value": value}, "buffer_paths": []}
-        )
+    def wait_for_reply(self, card: WidgetModel, key: str, value: Any) -> dict[str, Any]:
+        """The first message the kernel sent the card's page with ``key`` == ``value``."""
+
+        def found() -> list[Any]:
+            return [m for m in card.received if isinstance(m, dict) and m.get(key) == value]
+
+        self.pump_until(lambda: bool(found()))
+        return found()[0]
 
     def open_control_comm(self) -> None:
         """What JupyterLab's widget manager does when it connects to a kernel."""

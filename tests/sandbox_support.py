@@ -13,6 +13,8 @@ import pytest
 
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
+from tinyagent_fs.tools.facade import FileTools
+from tinyagent_fs.tools.result import ToolResult
 
 ALLOW_NO_SANDBOX = "TINYAGENT_FS_ALLOW_NO_SANDBOX"
 SECRET = b"TOP-SECRET-OUTSIDE-THE-ROOT\n"
@@ -141,3 +143,16 @@ def git(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
         text=True,
         check=False,
     )
+
+
+async def run_ok(tools: FileTools, command: str) -> ToolResult:
+    """A command the agent runs through the file tools, which must succeed."""
+    result = await tools.run_command(command)
+    assert result.ok, result.text
+    assert result.data["exit_code"] == 0, result.data
+    return result
+
+
+def quarantined(result: ToolResult) -> list[str]:
+    """The paths a command's result says were moved aside."""
+    return [entry["path"] for entry in result.data["protected_paths_quarantined"]]

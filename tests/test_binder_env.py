@@ -108,6 +108,7 @@ def test_the_wheel_ships_the_prebuilt_extension_and_server_config(wheel: Path) -
     assert any(re.fullmatch(rf"{lab}static/remoteEntry\.[0-9a-f]+\.js", n) for n in names)
     assert f"{data}etc/jupyter/jupyter_server_config.d/tinyagent_fs.json" in names
     assert "tinyagent_fs/server/audit_event.schema.json" in names
+    assert {"tinyagent_fs/ui/approval_card.js", "tinyagent_fs/ui/approval_card.css"} <= set(names)
     assert not any(n.startswith("tinyagent_fs/labextension/") for n in names), "shipped twice"
     built = json.loads(zipfile.ZipFile(wheel).read(f"{lab}package.json"))
     assert built["jupyterlab"]["_build"]["load"].startswith("static/remoteEntry.")
@@ -116,6 +117,7 @@ def test_the_wheel_ships_the_prebuilt_extension_and_server_config(wheel: Path) -
 def test_both_extensions_are_enabled_in_the_binder_environment(binder_env: BinderEnv) -> None:
     lab = run([binder_env.bin("jupyter"), "labextension", "list"], env=binder_env.env)
     assert re.search(r"tinyagent-fs v0\.1\.0 \S*enabled\S* \S*OK", lab), lab
+    assert re.search(r"anywidget v\S+ \S*enabled\S* \S*OK", lab), lab  # the approval card
     server = run([binder_env.bin("jupyter"), "server", "extension", "list"], env=binder_env.env)
     assert re.search(r"tinyagent_fs\.server \S*enabled", server), server
     assert re.search(r"tinyagent_fs\.server 0\.1\.0 \S*OK", server), server

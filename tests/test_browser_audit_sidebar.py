@@ -163,9 +163,25 @@ def show_audit_panel(page: Any) -> None:
 
 
 def run_cell(page: Any, index: int) -> None:
+    """Shift+Enter in the cell until its prompt shows it queued or run: while JupyterLab
+    still settles its layout on a loaded machine, a first keypress can land elsewhere."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
     cell = page.locator(".jp-Notebook .jp-CodeCell").nth(index)
-    cell.locator(".jp-InputArea-editor").click()
-    page.keyboard.press("Shift+Enter")
+    prompt = cell.locator(".jp-InputArea-prompt")
+    for attempt in range(PALETTE_ATTEMPTS):
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        try:
+            page.wait_for_function(
+                "(el) => el.textContent.trim() !== '[ ]:'",
+                arg=prompt.element_handle(),
+                timeout=PALETTE_TIMEOUT_MS,
+            )
+            return
+        except PlaywrightTimeout:
+            if attempt == PALETTE_ATTEMPTS - 1:
+                raise
 
 
 def audit_lines(path: Path) -> list[dict]:
@@ -224,7 +240,7 @@ def test_the_sidebar_follows_approved_and_denied_calls(
     page.wait_for_selector(".jp-OutputArea-output:has-text('ready:')")
 
     run_cell(page, 1)
-    approve = page.locator(".jupyter-widgets button:has-text('Approve')").first
+    approve = page.locator(".taf-card button:has-text('Approve')").first
     approve.wait_for(state="visible")
     shot(page, "02-approval-widget")
     approve.click()
@@ -248,12 +264,12 @@ def test_the_sidebar_follows_approved_and_denied_calls(
     page.locator(f"{PANEL} .jp-TinyAgentFS-back").click()
 
     run_cell(page, 2)
-    card = page.locator(".jupyter-widgets:has(button:has-text('Approve'))").last
+    card = page.locator(".taf-card:has(button:has-text('Approve'))").last
     card.locator("button:has-text('Deny')").first.click()
-    reason = page.locator(".jupyter-widgets input[placeholder*='optional']").last
+    reason = card.locator("input[placeholder*='optional']")
     reason.wait_for(state="visible")
     reason.fill("not in this project")
-    page.locator(".jupyter-widgets button.mod-danger:has-text('Deny')").last.click()
+    card.locator("button.taf-confirm:has-text('Deny')").click()
     denied = wait_for_audit(audit_log, lambda e: e["tool"] == "write_file")
     latency = seconds_until_row(page, denied["event_id"])
     assert latency <= LIVE_LIMIT_S, f"the denied write showed after {latency:.2f}s"

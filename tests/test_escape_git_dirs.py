@@ -18,10 +18,11 @@ from tinyagent_fs import FileTools
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
-from tinyagent_fs.tools.result import ToolResult
 
 from .person_git import person_uses_git, planted_config, write_command
 from .sandbox_support import git, require_sandbox
+from .sandbox_support import quarantined as moved
+from .sandbox_support import run_ok as run
 
 pytestmark = require_sandbox()
 
@@ -63,17 +64,6 @@ async def tools(root: Path) -> AsyncIterator[FileTools]:
         yield fs
     finally:
         await fs.close()
-
-
-async def run(tools: FileTools, command: str) -> ToolResult:
-    result = await tools.run_command(command)
-    assert result.ok, result.text
-    assert result.data["exit_code"] == 0, result.data
-    return result
-
-
-def moved(result: ToolResult) -> list[str]:
-    return [entry["path"] for entry in result.data["protected_paths_quarantined"]]
 
 
 @pytest.mark.parametrize("commands", ["one", "two"])
@@ -157,3 +147,87 @@ async def test_a_persons_bare_repository_is_read_only_for_commands(
     )
     assert result.data["stderr"].count("Device or resource busy") == 2, result.data
     assert (root / "backup.git/config").read_bytes() == mine
+
+
+async def test_a_submodule_git_dir_nested_by_path_is_read_only_and_watched(
+    tmp_path: Path, home: Path, marker: Path
+) -> None:
+    upstream, root = tmp_path / "upstream", (tmp_path / "super").resolve()
+    for folder in (upstream, root):
+        folder.mkdir()
+        git(folder, "init", "-q")
+        (folder / "f").write_text("f\n")
+        git(folder, "add", "f")
+        git(folder, "-c", "user.name=p", "-c", "user.email=p@x", "commit", "-qm", "one")
+    git(
+        root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(upstream), "lib/foo"
+    )
+    module = ".git/modules/lib/foo"
+    assert (root / module / "config").exists()
+    async with toolkit(root) as fs:
+        blocked = await fs.run_command(
+            f"printf '[core]\\n\\tfsmonitor = touch {marker}\\n' >> {module}/config;"
+            f" echo '#!/bin/sh' > {module}/hooks/post-checkout; ls -d {module}/hooks/*"
+        )
+        assert "Read-only file system" in blocked.data["stderr"], blocked.data
+        made = await fs.run_command(
+            f"mkdir -p .git/modules/x/y && git init -q --bare .git/modules/x/y && "
+            f"printf '[core]\\n\\tfsmonitor = touch {marker}\\n' > .git/modules/x/y/config"
+        )
+    assert "Read-only file system" in made.data["stderr"], made.data
+    person_uses_git(root, home)
+    person_uses_git(root / "lib" / "foo", home)
+    assert not marker.exists()
+
+
+async def test_a_git_dir_made_inside_a_dot_git_folder_has_its_config_quarantined(
+    root: Path, tools: FileTools, home: Path, marker: Path
+) -> None:
+    result = await run(
+        tools,
+        "mkdir -p cache/.git && git init -q --bare cache/.git/x && "
+        + write_command("cache/.git/x/config", planted_config(marker, root)),
+    )
+    assert str(root / "cache/.git/x/config") in moved(result)
+    pointer = await tools.write_file(".git", "gitdir: cache/.git/x\n")
+    assert pointer.error is not None and pointer.error.code == "DENIED_PATTERN", pointer.text
+    await run(tools, "printf 'gitdir: cache/.git/x\\n' > .git")  # quarantined as a new .git
+    person_uses_git(root, home)
+    assert not marker.exists()
+
+
+@pytest.mark.parametrize("path", [".git", "sub/.git"])
+async def test_file_tools_never_write_a_git_pointer_file(
+    root: Path, tools: FileTools, path: str
+) -> None:
+    (root / "sub").mkdir()
+    for result in (
+        await tools.write_file(path, "gitdir: ../elsewhere\n"),
+        await tools.call(
+            "apply_patch",
+            {"patch": f"*** Begin Patch\n*** Add File: {path}\n+gitdir: x\n*** End Patch"},
+        ),
+    ):
+        assert result.error is not None and result.error.code == "DENIED_PATTERN", result.text
+    (root / "pointer.txt").write_text("gitdir: ../elsewhere\n")
+    copied = await tools.copy_path("pointer.txt", path)
+    assert copied.error is not None and copied.error.code == "DENIED_PATTERN", copied.text
+    assert not (root / path).exists()
+
+
+async def test_a_folder_symlink_into_a_git_directorys_objects_is_quarantined(
+    root: Path, tools: FileTools, home: Path, marker: Path
+) -> None:
+    git(root, "init", "-q")
+    hidden = ".git/objects/zz/.git"
+    result = await run(
+        tools,
+        f"mkdir -p {hidden}/objects {hidden}/refs/heads && echo 'ref: refs/heads/main' > "
+        f"{hidden}/HEAD && "
+        + write_command(f"{hidden}/config", planted_config(marker))
+        + " && ln -s .git/objects/zz docs",
+    )
+    assert str(root / "docs") in moved(result), result.data
+    assert not (root / "docs").exists()
+    person_uses_git(root, home)
+    assert not marker.exists()

@@ -6,6 +6,7 @@ Each test performs the attack through the toolkit and fails if the hole reopens.
 from __future__ import annotations
 
 import asyncio
+import html
 import io
 import json
 import os
@@ -324,7 +325,7 @@ def _command_call() -> ToolCall:
 
 def _shows_everything(shown: str) -> None:
     assert "\x1b" not in shown and "\r" not in shown
-    assert "touch X #\\x1b[2K\\x0d  command: ls -la" in shown
+    assert "touch X #⟨U+001B⟩[2K⟨U+000D⟩  command: ls -la" in shown
     assert shown.count("rm -rf data") == 10  # the whole command, not a preview
 
 
@@ -339,7 +340,9 @@ def test_call_summary_neutralises_escape_sequences() -> None:
 
 
 def test_approval_card_neutralises_escape_sequences() -> None:
-    _shows_everything(_arguments_html(_command_call()))
+    shown = _arguments_html(_command_call())
+    assert 'class="taf-hidden-char"' in shown
+    _shows_everything(html.unescape(re.sub(r"<[^>]+>", "", shown)))
 
 
 def test_terminal_diff_of_a_file_with_escape_sequences_is_shown_escaped(tmp_path: Path) -> None:
@@ -352,7 +355,7 @@ def test_terminal_diff_of_a_file_with_escape_sequences_is_shown_escaped(tmp_path
     out = io.StringIO()
     TerminalHook(io.StringIO("n\n"), out, color=False).before_tool_execution(call)
     assert "\x1b" not in out.getvalue() and "\u202e" not in out.getvalue()
-    assert "+\\x1b[1A\\x1b[2Kinnocent\\u202eexe.txt" in out.getvalue()
+    assert "+⟨U+001B⟩[1A⟨U+001B⟩[2Kinnocent⟨U+202E⟩exe.txt" in out.getvalue()
 
 
 def test_mcp_elicitation_message_neutralises_escape_sequences(tmp_path: Path) -> None:
@@ -368,7 +371,7 @@ def test_mcp_elicitation_message_neutralises_escape_sequences(tmp_path: Path) ->
     )
     shown = approval_message(write)
     assert "\x1b" not in shown and "\u202e" not in shown
-    assert "+\\x1b[1A\\x1b[2Kinnocent\\u202eexe.txt" in shown
+    assert "+⟨U+001B⟩[1A⟨U+001B⟩[2Kinnocent⟨U+202E⟩exe.txt" in shown
 
 
 # --- paths: Windows forms, Unicode normalisation, case-insensitive file systems ----------
@@ -468,3 +471,24 @@ async def test_file_tools_never_write_into_or_make_a_git_directory_by_content(
     made = await fs.create_directory("half/refs")
     assert made.error is not None and made.error.code == "DENIED_PATTERN"
     assert (await fs.write_file("half/notes.txt", "fine\n")).ok
+
+
+async def test_one_patch_cannot_make_a_git_directory_from_files_each_harmless_alone(
+    fs: FileTools, project: Path
+) -> None:
+    (project / "sub").mkdir()
+    for where in ("backup.git/", "sub/", ""):  # a folder, another, the root itself
+        patch = "".join(
+            f"*** Add File: {where}{name}\n+{text}\n"
+            for name, text in (
+                ("HEAD", "ref: refs/heads/main"),
+                ("objects/info/packs", ""),
+                ("refs/tags/.keep", ""),
+                ("config", "[core]\n+\thooksPath = /tmp/pwned"),
+            )
+        )
+        result = await fs.call("apply_patch", {"patch": f"*** Begin Patch\n{patch}*** End Patch"})
+        assert result.error is not None and result.error.code == "DENIED_PATTERN", result.text
+        assert "git directory" in result.text
+        assert not (project / where / "config").exists()
+        assert not (project / where / "HEAD").exists()

@@ -19,10 +19,11 @@ from tinyagent_fs.code_running import HOME_FILES, ROOT_FOLDERS
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS, SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
-from tinyagent_fs.tools.result import ToolResult
 
 from .person_git import person_uses_git, planted_config, write_command
+from .sandbox_support import quarantined as moved
 from .sandbox_support import require_sandbox
+from .sandbox_support import run_ok as run
 
 pytestmark = require_sandbox()
 
@@ -68,17 +69,6 @@ async def tools(home: Path) -> AsyncIterator[FileTools]:
         yield fs
     finally:
         await fs.close()
-
-
-async def run(tools: FileTools, command: str) -> ToolResult:
-    result = await tools.run_command(command)
-    assert result.ok, result.text
-    assert result.data["exit_code"] == 0, result.data
-    return result
-
-
-def moved(result: ToolResult) -> list[str]:
-    return [entry["path"] for entry in result.data["protected_paths_quarantined"]]
 
 
 @pytest.mark.parametrize(

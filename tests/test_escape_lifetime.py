@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
+import shlex
 import signal
 import sys
 from pathlib import Path
@@ -192,3 +194,55 @@ async def test_the_guardian_is_out_of_the_commands_reach_and_replaced_when_kille
     finally:
         await provider.close()
     assert again.poll() is not None, "the guardian outlived the provider"
+
+
+UNSEARCHABLE = """\
+import asyncio, json, os, sys
+from pathlib import Path
+from tinyagent_fs.policy import SandboxPolicy
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
+from tinyagent_fs.tools.facade import FileTools
+
+async def main():
+    root = Path(sys.argv[1])
+    provider = LinuxSandboxProvider(root, SandboxPolicy())
+    tools = FileTools(root, provider=provider, audit=False, journal=False)
+    outcomes = []
+    try:
+        planted = await tools.run_command(
+            "mkdir -p n/.git/hooks d/x && printf '#!/bin/sh\\\\n' > n/.git/hooks/pre-commit"
+            " && chmod +x n/.git/hooks/pre-commit && chmod 0600 d"
+        )
+        outcomes.append(planted.error.code if planted.error else "ok")
+        os.chmod(root / "d", 0o700)  # the person follows the hint
+        after = await tools.run_command("true")
+        outcomes.append(after.error.code if after.error else "ok")
+    finally:
+        await provider.close()
+    print(json.dumps(outcomes))
+
+asyncio.run(main())
+"""
+"""A toolkit that runs as a user who cannot search others' 0600 folders (root without
+its DAC capabilities): the after-walk fails on a folder the command made unsearchable."""
+
+
+async def test_a_hook_planted_beside_an_unsearchable_folder_is_quarantined_once_it_is_fixed(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    done = await asyncio.create_subprocess_exec(
+        "capsh",
+        "--drop=cap_dac_override,cap_dac_read_search",
+        "--",
+        "-c",
+        f"exec {shlex.quote(sys.executable)} -c {shlex.quote(UNSEARCHABLE)} {root}",
+        stdout=asyncio.subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
+    out, _ = await done.communicate()
+    assert json.loads(out.decode().strip().splitlines()[-1]) == ["SANDBOX_FAILURE", "ok"]
+    hooks = root / "n" / ".git" / "hooks"
+    assert not (hooks / "pre-commit").exists(), "the planted hook was taken for the person's"
+    assert (hooks / "pre-commit.quarantined").exists()

@@ -11,6 +11,7 @@ coded error, and file tools keep working meanwhile.
 from __future__ import annotations
 
 import shlex
+import shutil
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -208,3 +209,65 @@ async def test_secrets_added_after_the_worker_started_are_masked(root: Path) -> 
         result = await fs.run_command("cat private/notes.txt .env.local; grep -r SECRET .; echo x")
         assert_not_served(result)
         assert result.data["stdout"].endswith("x\n"), result.text
+
+
+EXCHANGE = (
+    "python3 -c 'import ctypes, sys; libc = ctypes.CDLL(None, use_errno=True);"
+    " r = libc.renameat2(-100, sys.argv[1].encode(), -100, sys.argv[2].encode(), 2);"
+    ' print("exchange", r, ctypes.get_errno())\' {} {}'
+)
+"""renameat2(RENAME_EXCHANGE): swap a folder above a secret with another one."""
+
+
+@pytest.mark.parametrize(
+    ("ignore", "secret", "moves"),
+    [
+        ("/deploy/app/prod.cfg\n", "deploy/app/prod.cfg", ["deploy/app deploy/b", "deploy d2"]),
+        ("deploy/**/token\n", "deploy/x/y/token", ["deploy deploy2", "deploy/x deploy/z"]),
+        ("*.cfg\n!/keep/prod.cfg\n", "other/prod.cfg", ["other keep"]),
+    ],
+)
+async def test_a_secret_denied_by_its_path_stays_masked_when_a_folder_above_is_renamed(
+    tmp_path: Path, ignore: str, secret: str, moves: list[str]
+) -> None:
+    root = (tmp_path / "root").resolve()
+    (root / secret).parent.mkdir(parents=True)
+    (root / secret).write_text(f"{SECRET_TEXT}\n")
+    (root / "spare").mkdir()
+    (root / ".tinyagentignore").write_text(ignore)
+    async for fs in open_tools(root, SandboxPolicy()):
+        tries = [f"mv {move}" for move in moves]
+        tries.append(EXCHANGE.format(shlex.quote(secret.split("/")[0]), "spare"))
+        tries.append("cat $(find . -name prod.cfg -o -name token) </dev/null")
+        result = await fs.run_command("; ".join(tries))
+        assert_not_served(result)
+        assert "Device or resource busy" in result.data["stderr"], result.data
+        assert "exchange -1 16" in result.data["stdout"], result.data  # EBUSY
+        assert (root / secret).exists(), "a folder above the secret was renamed"
+        again = await fs.run_command("cat $(find . -name prod.cfg -o -name token)")
+        assert_not_served(again)
+        for path in (secret, *(move.split()[1] for move in moves)):
+            assert_not_served(await fs.read_file(path))
+
+
+@pytest.mark.parametrize("how", ["rename over", "delete and recreate", "folder remade"])
+async def test_a_secret_the_person_replaces_between_commands_stays_masked(
+    root: Path, how: str
+) -> None:
+    async for fs in open_tools(root, SandboxPolicy()):
+        (root / ".ssh").mkdir()
+        (root / ".ssh" / "id_x").write_text("old key\n")
+        first = await fs.run_command("cat config/.env .ssh/id_x")
+        assert_not_served(first)
+        if how == "rename over":  # an editor's save, sed -i, git checkout
+            (root / "config" / ".env.tmp").write_text(f"SECRET={SECRET_TEXT}\n")
+            (root / "config" / ".env.tmp").rename(root / "config" / ".env")
+        elif how == "delete and recreate":
+            (root / "config" / ".env").unlink()
+            (root / "config" / ".env").write_text(f"SECRET={SECRET_TEXT}\n")
+        else:
+            shutil.rmtree(root / ".ssh")
+            (root / ".ssh").mkdir()
+            (root / ".ssh" / "id_x").write_text(f"{SECRET_TEXT}\n")
+        again = await fs.run_command("cat config/.env .ssh/id_x")
+        assert_not_served(again)

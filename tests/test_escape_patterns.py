@@ -7,6 +7,7 @@ and fails if the hole reopens.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
@@ -79,6 +80,51 @@ async def test_a_backtracking_ignore_pattern_does_not_freeze_any_tool(
     found = await fs.grep(TOKEN)
     assert [m["path"] for m in found.data["matches"]] == [name]
     assert time.monotonic() - started < 30
+
+
+STALLING_LINES = "".join(f"*a*a*a*a*a*{index}b\n" for index in range(5000))
+"""5,000 lines the wildmatch simulation takes seconds per long path to match."""
+
+
+async def test_a_gitignore_built_to_stall_is_skipped_not_matched(
+    fs: FileTools, project: Path
+) -> None:
+    assert (await fs.write_file(".gitignore", STALLING_LINES)).ok
+    deep = "/".join(["a" * 250] * 14)
+    assert (await fs.create_directory(deep)).ok
+    assert (await fs.write_file(f"{deep}/{'a' * 200}", f"{TOKEN}\n")).ok
+    (project / "aaaaa0b").write_text(f"{TOKEN}\n")  # a line of the file would ignore it
+    for call in (fs.glob("**/*"), fs.grep(TOKEN), fs.list_directory(depth=20)):
+        result = await asyncio.wait_for(call, 60)  # before: half a minute for 16 entries
+        assert result.ok, result.text
+        assert "aaaaa0b" in result.text, "the stalling .gitignore was applied"
+
+
+async def test_nested_gitignores_within_the_budget_each_do_not_add_up_past_it(
+    fs: FileTools, project: Path
+) -> None:
+    costly = "".join(f"{'*a' * 50}b{index}\n" for index in range(5))  # about 40 % each
+    folder = project
+    for level in range(1, 7):
+        folder = folder / "d"
+        folder.mkdir()
+        (folder / ".gitignore").write_text(costly + f"hidden{level}.txt\n")
+        (folder / f"hidden{level}.txt").write_text(f"{TOKEN}\n")
+    found = await asyncio.wait_for(fs.glob("**/hidden*.txt"), 60)
+    shown = {Path(path).name for path in found.data["matches"]}
+    assert "hidden1.txt" not in shown and "hidden2.txt" not in shown  # within the budget
+    assert {f"hidden{level}.txt" for level in range(3, 7)} <= shown  # past it: skipped
+
+
+async def test_a_tinyagentignore_too_costly_to_match_fails_closed(
+    fs: FileTools, project: Path
+) -> None:
+    (project / ".tinyagentignore").write_text(STALLING_LINES)
+    read = await fs.read_file("README.md")
+    assert read.error is not None and read.error.code == "PERMISSION_DENIED", read.text
+    assert "fewer lines with several wildcards" in read.text
+    listed = await fs.list_directory(".")
+    assert listed.error is not None, listed.text
 
 
 FIFO = "a FIFO"

@@ -180,7 +180,7 @@ def test_git_directory_is_denied_for_write_only(guard: PathGuard, root: Path) ->
     for raw in (".git/config", ".git/hooks/pre-commit", ".git"):
         error = refused(guard, raw, for_write=True)
         assert error.code is ErrorCode.DENIED_PATTERN
-        assert error.details["pattern"] == ".git/"
+        assert error.details["pattern"] == ".git"
         assert "read" in error.hint
 
 
@@ -249,7 +249,7 @@ def test_symlink_cannot_launder_a_denied_name(guard: PathGuard, root: Path) -> N
 def test_denied_pattern_reports_the_matching_pattern(guard: PathGuard) -> None:
     assert guard.denied_pattern("config/.env.prod", for_write=False) == ".env.*"
     assert guard.denied_pattern(".git/config", for_write=False) is None
-    assert guard.denied_pattern(".git/config", for_write=True) == ".git/"
+    assert guard.denied_pattern(".git/config", for_write=True) == ".git"
     assert guard.denied_pattern(".ssh", for_write=False) is None
     assert guard.denied_pattern(".ssh", for_write=False, is_dir=True) == ".ssh/"
     assert guard.denied_pattern(".", for_write=True) is None

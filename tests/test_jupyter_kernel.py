@@ -1,4 +1,4 @@
-"""JupyterHook in a real ipykernel, clicked the way JupyterLab clicks.
+"""JupyterHook in a real ipykernel, answered the way the card's page answers in JupyterLab.
 
 Each decision is tested with the agent awaited at the top level of a cell
 (clicks must be handled while that cell is still running) and with the agent
@@ -90,7 +90,7 @@ def test_approve_click_commits_the_change(
     kernel: KernelSession, project: Path, agent: Agent
 ) -> None:
     agent.start()
-    kernel.click(kernel.wait_for_button(agent.since, "Approve"))
+    kernel.send_from_page(kernel.wait_for_card(agent.since), "approve")
     output = agent.finish()
     assert output.startswith("OK")
     assert (project / "README.md").read_text() == "# Proposed\n"
@@ -103,11 +103,11 @@ def test_modify_click_commits_the_edited_content(
     kernel: KernelSession, project: Path, agent: Agent
 ) -> None:
     agent.start()
-    kernel.click(kernel.wait_for_button(agent.since, "Modify"))
-    editor = kernel.wait_for(agent.since, "TextareaModel")
-    assert editor.state["value"] == "# Proposed\n"
-    kernel.type_into(editor, "# Edited by a person\n")
-    kernel.click(kernel.wait_for_button(agent.since, "Apply"))
+    card = kernel.wait_for_card(agent.since)
+    kernel.send_from_page(card, "load", what="editors")
+    editors = kernel.wait_for_reply(card, "loaded", "editors")
+    assert editors["files"] == [{"path": "README.md", "label": "README.md", "text": "# Proposed\n"}]
+    kernel.send_from_page(card, "modify", files={"README.md": "# Edited by a person\n"})
     output = agent.finish()
     assert output.startswith("OK")
     assert "a person edited the proposed content of README.md" in output
@@ -119,13 +119,7 @@ def test_deny_click_passes_the_reason_to_the_result(
     kernel: KernelSession, project: Path, agent: Agent
 ) -> None:
     agent.start()
-    first_deny = kernel.wait_for_button(agent.since, "Deny")
-    reason = kernel.wait_for(agent.since, "TextModel", description="Reason")
-    kernel.click(first_deny)
-    after_first = kernel.opened.index(first_deny.comm_id) + 1
-    confirm = kernel.wait_for_button(after_first, "Deny")
-    kernel.type_into(reason, "the title must stay")
-    kernel.click(confirm)
+    kernel.send_from_page(kernel.wait_for_card(agent.since), "deny", reason="the title must stay")
     output = agent.finish()
     assert output.startswith("FAILED")
     assert "the title must stay" in output
@@ -134,13 +128,19 @@ def test_deny_click_passes_the_reason_to_the_result(
     assert (event["decision"], event["outcome"]) == ("deny", "denied")
 
 
-def test_buttons_are_disabled_after_the_decision(kernel: KernelSession, project: Path) -> None:
+def test_the_card_closes_into_its_record_after_the_decision(
+    kernel: KernelSession, project: Path
+) -> None:
     agent = Agent(kernel, "awaited")
     agent.start()
-    approve = kernel.wait_for_button(agent.since, "Approve")
-    kernel.click(approve)
+    card = kernel.wait_for_card(agent.since)
+    kernel.send_from_page(card, "load", what="full-diff")
+    full = kernel.wait_for_reply(card, "loaded", "full-diff")
+    assert "# Proposed" in full["side-by-side"]["html"]
+    kernel.send_from_page(card, "approve")
     agent.finish()
-    kernel.pump_until(lambda: kernel.models[approve.comm_id].state.get("disabled") is True)
+    kernel.pump_until(lambda: card.state.get("closed") is True)
+    assert "Approved" in card.state["record"]
 
 
 def test_click_reaches_an_agent_awaited_on_a_subshell(kernel: KernelSession, project: Path) -> None:
@@ -149,7 +149,7 @@ def test_click_reaches_an_agent_awaited_on_a_subshell(kernel: KernelSession, pro
     subshell = kernel.create_subshell()
     since = kernel.mark()
     cell = kernel.execute(f"result = await {WRITE}\n{REPORT}", subshell_id=subshell)
-    kernel.click(kernel.wait_for_button(since, "Approve"), subshell_id=subshell)
+    kernel.send_from_page(kernel.wait_for_card(since), "approve", subshell_id=subshell)
     kernel.pump_until(lambda: cell.idle)
     assert cell.stdout.startswith("OK"), cell.error
     assert (project / "README.md").read_text() == "# Proposed\n"
@@ -162,11 +162,11 @@ def test_click_reaches_an_agent_in_a_worker_thread(kernel: KernelSession, projec
         f"worker = threading.Thread(target=lambda: outcome.update(r=asyncio.run({WRITE})))\n"
         "worker.start()"
     )
-    approve = kernel.wait_for_button(since, "Approve")
-    kernel.click(approve)
+    card = kernel.wait_for_card(since)
+    kernel.send_from_page(card, "approve")
     # The click is handled on the main thread; joining there before it is would
     # leave the click queued behind the join (the hook then rightly gives up).
-    kernel.pump_until(lambda: kernel.models[approve.comm_id].state.get("disabled") is True)
+    kernel.pump_until(lambda: card.state.get("closed") is True)
     output = kernel.run("worker.join(10)\nresult = outcome['r']\n" + REPORT).stdout
     assert output.startswith("OK")
     assert (project / "README.md").read_text() == "# Proposed\n"
@@ -213,7 +213,7 @@ def test_without_a_frontend_the_environment_policy_decides(
     assert "auto-approve policy decides every call" in cell.stdout
     assert "OK" in cell.stdout
     plain = [output.get("text/plain", "") for output in cell.outputs]
-    assert any("approved by auto-approve" in text and "+# Proposed" in text for text in plain)
+    assert any("allowed by auto-approve" in text and "+# Proposed" in text for text in plain)
     refusing = kernel.run("print(JupyterHook().describe())").stdout
     assert "no widget frontend is attached" in refusing
 

@@ -1,4 +1,9 @@
-"""The approval card and JupyterHook without a kernel: clicks are ``Button.click()``."""
+"""The approval card and JupyterHook without a kernel.
+
+A click is delivered as the comm delivers it: the custom message the card's page
+sends (``approval_card.js``: one message with the decision and the whole form)
+handed to the widget's ``_handle_msg``, on whichever thread the test chooses.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from tinyagent_fs.providers import LocalProvider
 from tinyagent_fs.ui import AuditTable, JupyterHook
 from tinyagent_fs.ui.config import load_settings
 
+from .card_support import from_page
 from .conftest import audit_events
 
 
@@ -64,13 +70,12 @@ async def test_approve_click_resolves_the_waiting_call(tmp_path: Path) -> None:
     task = await started(hook, call)
     card = hook.pending[call.call_id].card
     assert card.widget in hook.container.children
-    card.approve.click()
+    from_page(card, "approve")
     decision = await task
     assert decision.verdict is Verdict.PROCEED
     assert decision.decided_by == hook.who
-    assert card.approve.disabled and card.modify.disabled and card.deny.disabled
-    assert "Approved" in card.record.value and "a.txt" in card.record.value
-    assert card.folded.selected_index is None
+    assert card.closed and card.widget.closed
+    assert "Approved" in card.widget.record and "a.txt" in card.widget.record
     assert call.call_id not in hook.pending
 
 
@@ -79,14 +84,12 @@ async def test_click_from_another_thread_resolves_the_call(tmp_path: Path) -> No
     call = change_call(tmp_path)
     task = await started(hook, call)
     card = hook.pending[call.call_id].card
-    clicker = threading.Thread(target=card.deny.click)
+    clicker = threading.Thread(target=from_page, args=(card, "deny"), kwargs={"reason": "no"})
     clicker.start()
     clicker.join()
-    reason_thread = threading.Thread(target=card.confirm_deny.click)
-    reason_thread.start()
-    reason_thread.join()
     decision = await asyncio.wait_for(task, 5)
     assert decision.verdict is Verdict.DENY
+    assert decision.message == "no"
 
 
 async def test_modify_sends_the_edited_content_and_says_how(tmp_path: Path) -> None:
@@ -94,10 +97,7 @@ async def test_modify_sends_the_edited_content_and_says_how(tmp_path: Path) -> N
     call = change_call(tmp_path)
     task = await started(hook, call)
     card = hook.pending[call.call_id].card
-    card.modify.click()
-    assert card.editors["a.txt"].value == "hello there\n"
-    card.editors["a.txt"].value = "hello reviewer\n"
-    card.apply_button.click()
+    from_page(card, "modify", files={"a.txt": "hello reviewer\n"})
     decision = await task
     assert decision.verdict is Verdict.MODIFY
     assert decision.modified_content == {"a.txt": "hello reviewer\n"}
@@ -110,23 +110,25 @@ async def test_modify_without_changes_is_an_approval(tmp_path: Path) -> None:
     call = change_call(tmp_path)
     task = await started(hook, call)
     card = hook.pending[call.call_id].card
-    card.modify.click()
-    card.apply_button.click()
+    from_page(card, "modify", files={"a.txt": "hello there\n"})
     assert (await task).verdict is Verdict.PROCEED
 
 
-async def test_modify_cancel_returns_to_the_three_buttons(tmp_path: Path) -> None:
+async def test_what_the_page_asks_to_see_decides_nothing(tmp_path: Path) -> None:
     hook = interactive_hook()
     call = change_call(tmp_path)
     task = await started(hook, call)
     card = hook.pending[call.call_id].card
-    card.modify.click()
-    assert card.buttons.layout.display == "none"
-    card.cancel_button.click()
-    assert card.panel.children == ()
-    assert card.buttons.layout.display is None
-    assert not task.done()
-    card.approve.click()
+    for what in ("editors", "full-diff", "nonsense"):
+        from_page(card, "load", what=what)
+    for junk in ("approve", ["approve"], {"action": "unknown"}, {"action": None}):
+        message = {"content": {"data": {"method": "custom", "content": junk}}, "buffers": []}
+        card.widget._handle_msg(message)
+    # Browser-side state syncs of the card's traits are not answers either.
+    card.widget.set_state({"closed": True, "record": "<b>forged</b>"})
+    await asyncio.sleep(0.05)
+    assert not task.done() and not card.closed
+    from_page(card, "modify", files={"a.txt": "hello there\n", "elsewhere.txt": "x"})
     assert (await task).verdict is Verdict.PROCEED
 
 
@@ -135,14 +137,13 @@ async def test_bad_json_arguments_keep_the_editor_open(tmp_path: Path) -> None:
     call = command_call()
     task = await started(hook, call)
     card = hook.pending[call.call_id].card
-    card.modify.click()
-    card.editors["arguments"].value = '{"command": "pytest -x",'
-    card.apply_button.click()
+    from_page(card, "modify", arguments='{"command": "pytest -x",')
     await asyncio.sleep(0.05)
     assert not task.done()
-    assert "Not valid JSON" in card.error.value
-    card.editors["arguments"].value = '{"command": "pytest -x", "workdir": "src"}'
-    card.apply_button.click()
+    assert "Not valid JSON" in card.error
+    from_page(card, "modify", arguments='["pytest -x"]')
+    assert not task.done() and "must be a JSON object" in card.error
+    from_page(card, "modify", arguments='{"command": "pytest -x", "workdir": "src"}')
     decision = await task
     assert decision.verdict is Verdict.MODIFY
     assert decision.modified_args == {"command": "pytest -x", "workdir": "src"}
@@ -154,13 +155,19 @@ async def test_deny_passes_the_reason(tmp_path: Path) -> None:
     call = change_call(tmp_path)
     task = await started(hook, call)
     card = hook.pending[call.call_id].card
-    card.deny.click()
-    card.reason.value = "keep the greeting as it is"
-    card.confirm_deny.click()
+    from_page(card, "deny", reason="  keep the greeting as it is\n")
     decision = await task
     assert decision.verdict is Verdict.DENY
     assert decision.message == "keep the greeting as it is"
-    assert "Denied" in card.record.value and "keep the greeting" in card.record.value
+    assert "Denied" in card.widget.record and "keep the greeting" in card.widget.record
+
+
+async def test_deny_without_a_reason_says_who_denied(tmp_path: Path) -> None:
+    hook = interactive_hook()
+    call = change_call(tmp_path)
+    task = await started(hook, call)
+    from_page(hook.pending[call.call_id].card, "deny", reason="   ")
+    assert (await task).message == "write_file was denied by a person in the notebook"
 
 
 async def test_only_the_first_answer_counts(tmp_path: Path) -> None:
@@ -168,12 +175,11 @@ async def test_only_the_first_answer_counts(tmp_path: Path) -> None:
     call = change_call(tmp_path)
     task = await started(hook, call)
     card = hook.pending[call.call_id].card
-    card.approve.click()
-    card.deny.click()
-    card.modify.click()
+    from_page(card, "approve")
+    from_page(card, "deny", reason="too late")
+    from_page(card, "modify", files={"a.txt": "too late\n"})
     assert (await task).verdict is Verdict.PROCEED
-    assert card.panel.children == ()
-    assert "Approved" in card.record.value
+    assert "Approved" in card.widget.record
 
 
 async def test_several_pending_calls_resolve_independently(tmp_path: Path) -> None:
@@ -182,11 +188,10 @@ async def test_several_pending_calls_resolve_independently(tmp_path: Path) -> No
     task_one = await started(hook, first)
     task_two = await started(hook, second)
     assert len(hook.container.children) == 2
-    hook.pending["two"].card.deny.click()
-    hook.pending["two"].card.confirm_deny.click()
+    from_page(hook.pending["two"].card, "deny")
     assert (await task_two).verdict is Verdict.DENY
     assert not task_one.done()
-    hook.pending["one"].card.approve.click()
+    from_page(hook.pending["one"].card, "approve")
     assert (await task_one).verdict is Verdict.PROCEED
 
 
@@ -208,8 +213,8 @@ async def test_cancelled_wait_closes_the_card(tmp_path: Path) -> None:
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert card.approve.disabled
-    assert "cancelled" in card.record.value
+    assert card.widget.closed
+    assert "cancelled" in card.widget.record
 
 
 def test_synchronous_caller_gets_the_default_after_its_timeout(tmp_path: Path) -> None:
@@ -227,7 +232,7 @@ def test_synchronous_caller_gets_a_click_from_another_thread(tmp_path: Path) -> 
         for _ in range(200):
             approval = hook.pending.get(call.call_id)
             if approval is not None:
-                approval.card.approve.click()
+                from_page(approval.card, "approve")
                 return
             threading.Event().wait(0.01)
 
@@ -242,11 +247,14 @@ def test_commands_and_deletes_offer_no_trust(tmp_path: Path) -> None:
     hook = interactive_hook()
     assert hook.decide  # the card is built by _open; build it without waiting
     card = hook._open(command_call(), None).card
-    assert card.trust_tool not in _descendants(card.widget)
-    assert "$ pytest -q" in card.details.value and "src" in card.details.value
-    assert "commands always ask" in card.heading.value
+    assert card.widget.trust == {}
+    assert "$ pytest -q" in card.widget.details and "src" in card.widget.details
+    assert "commands always ask" in card.widget.heading
     write_card = hook._open(change_call(tmp_path), None).card
-    assert write_card.trust_tool in _descendants(write_card.widget)
+    assert write_card.widget.trust == {
+        "path": "Trust a.txt for this session",
+        "tool": "Trust every write_file call for this session",
+    }
 
 
 def test_show_all_and_side_by_side_rerender_the_diff(tmp_path: Path) -> None:
@@ -260,13 +268,15 @@ def test_show_all_and_side_by_side_rerender_the_diff(tmp_path: Path) -> None:
         "write_file", {}, Risk.WRITE, changeset=changeset, diff=changeset.unified_diff()
     )
     card = interactive_hook()._open(call, None).card
-    assert card.show_all.layout.display is None
-    assert "LINE 999" not in card.diff_html.value
-    card.show_all.click()
-    assert "LINE 999" in card.diff_html.value
-    assert card.show_all.layout.display == "none"
-    card.view.value = "side-by-side"
-    assert "taf-del" in card.diff_html.value and "LINE 999" in card.diff_html.value
+    unified, paired = card.widget.diff["unified"], card.widget.diff["side-by-side"]
+    assert (unified["total"], paired["total"]) == (2001, 1001)
+    assert unified["truncated"] and paired["truncated"]
+    assert "LINE 999" not in unified["html"] and "LINE 999" not in paired["html"]
+    assert "taf-code taf-del" in paired["html"] and "taf-code taf-del" not in unified["html"]
+    full = card._diff(None)
+    assert not full["unified"]["truncated"] and "LINE 999" in full["unified"]["html"]
+    assert "taf-code taf-del" in full["side-by-side"]["html"]
+    assert "LINE 999" in full["side-by-side"]["html"]
 
 
 async def test_trusting_a_file_lets_the_next_write_through(project: Path, audit: AuditLog) -> None:
@@ -274,14 +284,43 @@ async def test_trusting_a_file_lets_the_next_write_through(project: Path, audit:
     fs = FileTools(project, provider=LocalProvider(), hooks=[hook], audit=audit)
     first = asyncio.create_task(fs.write_file("README.md", "# One\n"))
     approval = await _first_pending(hook)
-    approval.card.trust_path.value = True
-    approval.card.approve.click()
+    from_page(approval.card, "approve", trust_path=True)
     assert (await first).ok
     second = await asyncio.wait_for(fs.write_file("README.md", "# Two\n"), 5)
     assert second.ok and (project / "README.md").read_text() == "# Two\n"
     events = audit_events(audit)
     assert events[-1]["decided_by"] == "risk-based (trusted for this session)"
     assert events[-2]["decided_by"] == hook.who
+
+
+async def test_trust_counts_only_as_the_answer_carries_it_and_where_offered(
+    project: Path, audit: AuditLog
+) -> None:
+    hook = interactive_hook()
+    fs = FileTools(project, provider=LocalProvider(), hooks=[hook], audit=audit)
+    first = asyncio.create_task(fs.write_file("README.md", "# One\n"))
+    from_page((await _first_pending(hook)).card, "approve", trust_path=False, trust_tool=False)
+    assert (await first).ok
+    second = asyncio.create_task(fs.write_file("README.md", "# Two\n"))
+    approval = await _first_pending(hook)
+    from_page(approval.card, "deny", trust_path=True, trust_tool=True)
+    assert not (await second).ok
+    call = command_call()
+    task = await started(hook, call)
+    from_page(hook.pending[call.call_id].card, "approve", trust_tool=True, trust_path=True)
+    assert (await task).verdict is Verdict.PROCEED
+    assert not hook.risk_policy.is_trusted(command_call("r2"))
+    third = asyncio.create_task(fs.write_file("README.md", "# Three\n"))
+    from_page((await _first_pending(hook)).card, "approve", trust_tool=True)
+    assert (await third).ok
+    assert (await asyncio.wait_for(fs.write_file("other.md", "x\n"), 5)).ok
+    events = audit_events(audit)
+    assert [e["decided_by"] for e in events[-4:]] == [
+        hook.who,
+        hook.who,
+        hook.who,
+        "risk-based (trusted for this session)",
+    ]
 
 
 async def test_the_model_is_told_a_person_modified_the_change(
@@ -291,9 +330,7 @@ async def test_the_model_is_told_a_person_modified_the_change(
     fs = FileTools(project, provider=LocalProvider(), hooks=[hook], audit=audit)
     task = asyncio.create_task(fs.write_file("README.md", "# Proposed\n"))
     approval = await _first_pending(hook)
-    approval.card.modify.click()
-    approval.card.editors["README.md"].value = "# Reviewed\n"
-    approval.card.apply_button.click()
+    from_page(approval.card, "modify", files={"README.md": "# Reviewed\n"})
     result = await task
     assert result.ok
     assert (project / "README.md").read_text() == "# Reviewed\n"
@@ -348,13 +385,6 @@ async def _first_pending(hook: JupyterHook):
             return next(iter(hook.pending.values()))
         await asyncio.sleep(0.01)
     raise AssertionError("no approval appeared")
-
-
-def _descendants(widget: widgets.Widget) -> list[widgets.Widget]:
-    found = [widget]
-    for child in getattr(widget, "children", ()):
-        found += _descendants(child)
-    return found
 
 
 def test_audit_table_text_is_stable_and_html_flags_violations() -> None:

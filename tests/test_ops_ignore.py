@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent_fs.gitignore import GitPattern, PatternList, Screen
+from tinyagent_fs.gitignore import CostlyPatterns, GitPattern, PatternList, Screen
 from tinyagent_fs.ops.ignore import (
     DIRECTORY_FLAGS,
     IgnoreRules,
@@ -204,3 +204,22 @@ def test_a_walk_opens_subdirectories_beneath_their_parent_never_through_a_link(
         assert [entry.name for entry in sorted_entries(fd)] == ["file", "link", "real"]
     finally:
         os.close(fd)
+
+
+def test_ignore_files_people_write_are_within_the_matching_budget() -> None:
+    """GitHub's Python template, a 5,000-line monorepo file of paths, and a few hundred
+    globs load; 5,000 lines with several wildcards each do not."""
+    python_template = [
+        "__pycache__/", "*.py[cod]", "*$py.class", "*.so", ".Python", "build/", "dist/",
+        "*.egg-info/", "*.egg", "MANIFEST", "*.manifest", "*.spec", "htmlcov/", ".tox/",
+        ".coverage", ".coverage.*", ".cache", "coverage.xml", "*.cover", "*.py,cover",
+        ".hypothesis/", ".pytest_cache/", "*.mo", "*.pot", "*.log", "docs/_build/",
+        "target/", ".ipynb_checkpoints", "__pypackages__/", "*.sage.py", ".env", ".venv",
+        "env/", "venv/", "ENV/", "/site", ".mypy_cache/", ".dmypy.json", "cython_debug/",
+    ]  # fmt: skip
+    monorepo = [f"/services/svc{i}/build/out{i}.bin" for i in range(5000)]
+    globs = [f"**/gen{i}/*.tmp" for i in range(300)]
+    for lines in (python_template, monorepo, globs):
+        PatternList(lines, ".gitignore")
+    with pytest.raises(CostlyPatterns):
+        PatternList([f"*a*a*a*a*a*{i}b" for i in range(5000)], ".gitignore")

@@ -497,7 +497,9 @@ async def test_a_lone_quick_call_is_answered_without_the_loop_watching_the_socke
             assert (await provider.call("stat_path", path=inside))["size"] == 7
     finally:
         del loop.add_reader
-    assert watched == [], "a lone quick call registered a reader with the loop"
+    # A worker slower than the in-place wait (2 ms) on a loaded machine is watched by
+    # the loop, as it should be; without the in-place wait every one of the 40 would be.
+    assert len(watched) <= 4, f"{len(watched)} of 40 lone quick calls were watched by the loop"
     assert not provider._lock.locked()
 
 

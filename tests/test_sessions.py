@@ -310,8 +310,8 @@ async def test_the_terminal_prompt_shows_the_command_and_typed_control_character
     finally:
         await fs.close()
     text = shown.getvalue()
-    assert "cmd: cat # \\x1b[2J" in text
-    assert "chars: \\x03" in text
+    assert "cmd: cat # ⟨U+001B⟩[2J" in text
+    assert "chars: ⟨U+0003⟩" in text
 
 
 async def test_input_a_program_does_not_read_is_bounded(fs: FileTools) -> None:

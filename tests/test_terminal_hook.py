@@ -83,7 +83,7 @@ def run(
 def test_read_calls_proceed_without_asking(tmp_path: Path) -> None:
     call = ToolCall(tool="read_file", args={"path": "a.txt"}, risk=Risk.READ)
     decision, shown = run(call, "")
-    assert decision == Decision.proceed(decided_by="terminal")
+    assert decision == Decision.proceed(decided_by="terminal (reads pass unasked)")
     assert shown == ""
 
 

@@ -80,6 +80,25 @@ def _parser() -> argparse.ArgumentParser:
         help="who decides on changes (default: $TINYAGENT_FS_POLICY or risk-based, "
         "which asks the person through the client where it can)",
     )
+    mcp.add_argument(
+        "--approve-in",
+        choices=("client", "jupyter"),
+        default="client",
+        help="where a person approves changes: the MCP client (elicitation, the default) "
+        "or JupyterLab's sidebar (the running Jupyter server, found through its runtime "
+        "files, or --jupyter-url with the token in $TINYAGENT_FS_JUPYTER_TOKEN)",
+    )
+    mcp.add_argument(
+        "--jupyter-url",
+        default=None,
+        help="the Jupyter server to ask with --approve-in jupyter (default: the running one)",
+    )
+    mcp.add_argument(
+        "--approval-timeout",
+        type=float,
+        default=600.0,
+        help="seconds to wait for an answer in JupyterLab before denying (default 600)",
+    )
     mcp.add_argument("--provider", choices=PROVIDER_NAMES, default="auto")
     mcp.add_argument("--audit-dir", default=None, help="where the audit log lives")
     mcp.add_argument(
@@ -148,6 +167,9 @@ def _mcp(options: argparse.Namespace) -> int:
         max_requests_per_minute=options.max_requests_per_minute,
         max_bytes_per_minute=options.max_bytes_per_minute,
         allow_unconfined_commands=options.allow_unconfined_commands,
+        approve_in=options.approve_in,
+        jupyter_url=options.jupyter_url,
+        approval_timeout_s=options.approval_timeout,
     )
 
 

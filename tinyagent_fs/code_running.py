@@ -39,6 +39,14 @@ HOME_FILES: tuple[str, ...] = (
     ".ssh/environment",
     ".ssh/authorized_keys",
     ".ssh/authorized_keys2",
+    ".bash_completion",
+    ".vimrc",
+    ".gvimrc",
+    ".exrc",
+    ".config/nvim/init.vim",
+    ".config/nvim/init.lua",
+    ".emacs",
+    ".emacs.d/init.el",
 )
 """Files at a root that run code (or let someone in) when it is a person's home folder."""
 ROOT_FOLDERS: tuple[str, ...] = (
@@ -64,6 +72,7 @@ def is_git_dir(names: Collection[str]) -> bool:
 def root_write_denials() -> tuple[str, ...]:
     """The code-running files and folders of a root as anchored gitignore patterns."""
     return (
+        ".git",
         ".gitmodules",
         *(f"/{path}" for path in (*RC_FILES, *HOME_FILES)),
         *(f"/{folder}/" for folder in ROOT_FOLDERS),

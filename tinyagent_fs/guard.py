@@ -30,7 +30,7 @@ import errno
 import os
 import re
 import stat
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,7 +42,7 @@ from tinyagent_fs.config_file import (
     read_config_file,
 )
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.gitignore import PatternList, root_folds_case
+from tinyagent_fs.gitignore import CostlyPatterns, PatternList, root_folds_case
 from tinyagent_fs.policy import IGNORE_FILE_NAME, SandboxPolicy
 
 _SHOWN_PATH_CHARS = 200
@@ -191,19 +191,37 @@ class PathGuard:
         """A write inside a folder git takes for a git directory by what it holds (a bare
         repository, the root made one), or one that would make a folder one: git would
         run its hooks and config (a folder named ``.git`` is a pattern of the policy)."""
-        folder = self._root
+        folder = ""
         for part in rel.split("/"):
-            for mark in GIT_DIR_MARKS:
-                if all(name == part or os.path.lexists(f"{folder}/{name}") for name in mark):
-                    where = folder[len(self._prefix) :] or "the root"
-                    raise ToolError(
-                        ErrorCode.DENIED_PATTERN,
-                        f"The path {shown} lies in (or would make) a git directory: {where} "
-                        f"holds {' and '.join(mark)}, so git would run its hooks and config.",
-                        "File tools never write git's own files; leave them as they are.",
-                        details={"pattern": "git directory", "path": rel},
-                    )
-            folder = f"{folder.rstrip('/')}/{part}"
+            self._refuse_git_marks(folder, {part}, shown)
+            folder = f"{folder}/{part}" if folder else part
+
+    def refuse_git_dirs_made(self, created: Iterable[str]) -> None:
+        """The paths one change creates (absolute, resolved) must not make a folder a git
+        directory together: each was checked alone against the disk before the change
+        (a patch adding ``HEAD``, ``objects/...``, ``refs/...`` and ``config`` at once)."""
+        children: dict[str, set[str]] = {}
+        for path in created:
+            if not path.startswith(self._prefix):
+                continue
+            parts = path[len(self._prefix) :].split("/")
+            for depth, part in enumerate(parts):
+                children.setdefault("/".join(parts[:depth]), set()).add(part)
+        for folder, names in children.items():
+            self._refuse_git_marks(folder, names, repr(folder or "."))
+
+    def _refuse_git_marks(self, folder: str, adding: set[str], shown: str) -> None:
+        base = f"{self._prefix}{folder}" if folder else self._root
+        for mark in GIT_DIR_MARKS:
+            if all(name in adding or os.path.lexists(f"{base}/{name}") for name in mark):
+                raise ToolError(
+                    ErrorCode.DENIED_PATTERN,
+                    f"The path {shown} lies in (or would make) a git directory: "
+                    f"{folder or 'the root'} holds (or would hold) {' and '.join(mark)}, so "
+                    "git would run its hooks and config.",
+                    "File tools never write git's own files; leave them as they are.",
+                    details={"pattern": "git directory", "path": folder or "."},
+                )
 
     def relative(self, path: Path | str) -> str:
         """Posix path of an already resolved ``path`` relative to the root; "." for the root."""
@@ -370,7 +388,16 @@ class PathGuard:
                     f"{MAX_CONFIG_FILE_BYTES} bytes (or is removed).",
                 ) from exc
             lines = config_lines(data or b"")
-        patterns = PatternList(lines, IGNORE_FILE_NAME, fold=self.case_insensitive)
+        try:
+            patterns = PatternList(lines, IGNORE_FILE_NAME, fold=self.case_insensitive)
+        except CostlyPatterns as exc:
+            raise ToolError(
+                ErrorCode.PERMISSION_DENIED,
+                f"{IGNORE_FILE_NAME} in the root is not used: {exc}.",
+                f"Paths stay refused until {IGNORE_FILE_NAME} has fewer lines with several "
+                "wildcards (a person must edit it).",
+                details={"cause": "ignore_file_too_costly"},
+            ) from None
         self._ignore = (key, patterns)
         return patterns
 

@@ -31,10 +31,10 @@ DEFAULT_DENIED_PATTERNS: tuple[str, ...] = (
 after a command (``NAME.quarantined``) is among them: the command may have moved a
 masked secret where the rename finds it, and the new name must not unmask it."""
 
-DEFAULT_WRITE_DENIED_PATTERNS: tuple[str, ...] = (".git/", *root_write_denials())
-"""Readable, never written by a file tool (gitignore syntax): git's folder and the files
-that make git or a shell run code (a folder git takes for a git directory by what it
-holds is refused by the guard too)."""
+DEFAULT_WRITE_DENIED_PATTERNS: tuple[str, ...] = root_write_denials()
+"""Readable, never written by a file tool (gitignore syntax): ``.git`` (a folder or a
+pointer file) and the files that make git or a shell run code (a folder git takes for a
+git directory by what it holds is refused by the guard too)."""
 
 IGNORE_FILE_NAME = ".tinyagentignore"
 

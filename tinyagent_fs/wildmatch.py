@@ -205,16 +205,22 @@ def _render_class(table: bytes) -> bytes:
 class Wildmatch:
     """``fullmatch`` of one token list against a name's bytes, never slower than linear."""
 
-    __slots__ = ("_program", "_regex", "linear", "source")
+    __slots__ = ("_program", "_regex", "linear", "source", "wildcards")
 
     def __init__(self, parsed: list[Token] | None) -> None:
         self._program: list[Token] = [] if parsed is None else parsed
         wildcards = sum(isinstance(token, str) for token in self._program)
+        self.wildcards = wildcards
         self.linear = parsed is not None and wildcards > _MAX_REGEX_WILDCARDS
         """Matched by simulation: no regex of it may run."""
         self.source: bytes | None = None if parsed is None or self.linear else render(parsed)
         """The regex source, when a regex is safe; None also when nothing matches."""
         self._regex = None if self.source is None else re.compile(self.source, re.DOTALL)
+
+    @property
+    def states(self) -> int:
+        """The simulation's states: what one byte of a name costs it."""
+        return len(self._program) + 1
 
     def fullmatch(self, name: bytes) -> bool:
         if self._regex is not None:

@@ -4,22 +4,60 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
+// The same characters as tinyagent_fs/display_safe.py: C0/C1 controls, DEL, the
+// soft hyphen, bidirectional marks, overrides and isolates, zero-width and
+// line-separator characters, the byte order mark and Unicode tag characters.
+const HIDDEN =
+  '\\u0000-\\u0008\\u000b-\\u001f\\u007f-\\u009f\\u00ad\\u061c\\u180e' +
+  '\\u200b-\\u200f\\u2028-\\u202e\\u2060-\\u2069\\ufeff\\u{e0000}-\\u{e007f}';
+const INVISIBLE = new RegExp(`[${HIDDEN}]`, 'gu');
+const INVISIBLE_OR_NEWLINE = new RegExp(`[${HIDDEN}\\n]`, 'gu');
+
+/** How one hidden character reads: ``⟨U+202E⟩``. */
+export function hiddenToken(char: string): string {
+  const code = char.codePointAt(0) ?? 0;
+  return `⟨U+${code.toString(16).toUpperCase().padStart(4, '0')}⟩`;
+}
+
 /**
- * Text with every character that could hide or reorder what is shown (C0/C1
- * controls, DEL, bidirectional overrides, zero-width characters) written as a
- * visible escape, as the Python side's ``display_safe.visible`` does (a tab
- * stays: it only adds space).
+ * Text with every character that could hide or reorder what is shown written
+ * as a ``⟨U+202E⟩`` token, as the Python side's ``display_safe.visible`` does
+ * (a tab stays: it only adds space; a newline stays with ``keepNewlines``).
  */
 export function visible(text: string, keepNewlines = false): string {
-  const pattern = keepNewlines
-    ? /[\u0000-\u0008\u000b-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g
-    : /[\u0000-\u0008\u000a-\u001f\u007f-\u009f\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
-  return text.replace(pattern, char => {
-    const code = char.charCodeAt(0);
-    return code < 0x100
-      ? `\\x${code.toString(16).padStart(2, '0')}`
-      : `\\u${code.toString(16).padStart(4, '0')}`;
-  });
+  return text.replace(
+    keepNewlines ? INVISIBLE : INVISIBLE_OR_NEWLINE,
+    hiddenToken
+  );
+}
+
+/**
+ * ``text`` into ``node`` as text nodes, each hidden character a marked
+ * ``<span class="jp-TinyAgentFS-hiddenChar">⟨U+202E⟩</span>``; never HTML.
+ */
+export function setVisibleText(
+  node: HTMLElement,
+  text: string,
+  keepNewlines = false
+): void {
+  const pattern = keepNewlines ? INVISIBLE : INVISIBLE_OR_NEWLINE;
+  const parts: (string | Node)[] = [];
+  let last = 0;
+  for (const match of text.matchAll(pattern)) {
+    const at = match.index ?? 0;
+    if (at > last) {
+      parts.push(text.slice(last, at));
+    }
+    const marker = document.createElement('span');
+    marker.className = 'jp-TinyAgentFS-hiddenChar';
+    marker.textContent = hiddenToken(match[0]);
+    parts.push(marker);
+    last = at + match[0].length;
+  }
+  if (last < text.length || !parts.length) {
+    parts.push(text.slice(last));
+  }
+  node.replaceChildren(...parts);
 }
 
 /** A unified diff as lines coloured by kind; text only, never HTML from the log. */
@@ -30,7 +68,7 @@ export function renderDiff(diff: string, label: string): HTMLElement {
   for (const text of diff.replace(/\n$/, '').split('\n')) {
     const line = document.createElement('span');
     line.className = `jp-TinyAgentFS-diffLine jp-mod-${diffKind(text)}`;
-    line.textContent = visible(text, true) + '\n';
+    setVisibleText(line, text + '\n', true);
     block.append(line);
   }
   return block;
@@ -61,13 +99,29 @@ export function formatTime(timestamp: string): string {
   return today ? date.toLocaleTimeString() : date.toLocaleString();
 }
 
+/**
+ * Whether a person answered, from the event's ``decided_by``: the hooks that ask
+ * (terminal, MCP elicitation, the notebook card's "<user> (notebook)"). The same
+ * rule as ``decided_by_person`` in tinyagent_fs/hooks/policies.py.
+ */
+export function decidedByPerson(decidedBy: string): boolean {
+  return (
+    decidedBy === 'terminal' ||
+    decidedBy === 'mcp-elicitation' ||
+    decidedBy.endsWith(' (notebook)')
+  );
+}
+
 export function decisionLabel(
   trans: TranslationBundle,
-  decision: string
+  decision: string,
+  decidedBy = ''
 ): string {
   switch (decision) {
     case 'proceed':
-      return trans.__('approved');
+      return decidedByPerson(decidedBy)
+        ? trans.__('approved')
+        : trans.__('allowed by policy');
     case 'deny':
       return trans.__('denied');
     case 'modify':

@@ -10,10 +10,14 @@ import {
 } from '@jupyterlab/application';
 import { ICommandPalette } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
+import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
 import { AuditModel } from './model';
 import { AuditPanel } from './panel';
+import { PendingModel } from './pending';
+import { announcePending } from './pendingStatus';
+import { PendingSection } from './pendingView';
 
 const PLUGIN_ID = 'tinyagent-fs:plugin';
 
@@ -42,13 +46,20 @@ const plugin: JupyterFrontEndPlugin<void> = {
   id: PLUGIN_ID,
   description: 'A live audit log of the file tool calls agents made.',
   autoStart: true,
-  optional: [ITranslator, ILayoutRestorer, ICommandPalette, ISettingRegistry],
+  optional: [
+    ITranslator,
+    ILayoutRestorer,
+    ICommandPalette,
+    ISettingRegistry,
+    IStatusBar
+  ],
   activate: async (
     app: JupyterFrontEnd,
     translator: ITranslator | null,
     restorer: ILayoutRestorer | null,
     palette: ICommandPalette | null,
-    registry: ISettingRegistry | null
+    registry: ISettingRegistry | null,
+    statusBar: IStatusBar | null
   ): Promise<void> => {
     const trans = (translator ?? nullTranslator).load('tinyagent_fs');
     const settings = await loadSettings(registry);
@@ -60,6 +71,19 @@ const plugin: JupyterFrontEndPlugin<void> = {
       pollInterval: settings.pollInterval
     });
     const panel = new AuditPanel({ model, trans });
+    // Proposals waiting for the person sit above the log, in the same sidebar.
+    const pending = new PendingModel({
+      events: app.serviceManager.events,
+      serverSettings: app.serviceManager.serverSettings
+    });
+    const section = new PendingSection({ model: pending, trans });
+    panel.node.insertBefore(section.node, panel.node.children[1] ?? null);
+    announcePending({
+      model: pending,
+      trans,
+      statusBar,
+      open: () => app.shell.activateById(panel.id)
+    });
     app.shell.add(panel, settings.area, { rank: 900 });
     if (restorer) {
       restorer.add(panel, 'tinyagent-fs-audit');
@@ -82,7 +106,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
       palette.addItem({ command: CommandIDs.refresh, category });
     }
 
-    await model.start();
+    await Promise.all([model.start(), pending.start()]);
     if (settings.openOnStart) {
       void app.restored.then(() => app.shell.activateById(panel.id));
     }

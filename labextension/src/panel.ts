@@ -11,6 +11,7 @@ import {
   formatTime,
   outcomeLabel,
   renderDiff,
+  setVisibleText,
   visible
 } from './format';
 import { auditIcon } from './icon';
@@ -162,7 +163,7 @@ export class AuditPanel extends Widget {
         '%2 (%1 call)',
         '%2 (%1 calls)',
         session.events,
-        session.session_id || trans.__('no session')
+        visible(session.session_id) || trans.__('no session')
       )
     }));
     this._options(
@@ -173,7 +174,7 @@ export class AuditPanel extends Widget {
     );
     const tools = (facets?.tools ?? []).map(tool => ({
       value: tool,
-      label: tool
+      label: visible(tool)
     }));
     this._options(this._tool, trans.__('All tools'), tools, filters.tool);
     const outcomes = [
@@ -243,7 +244,7 @@ export class AuditPanel extends Widget {
       badges.append(
         this._badge(
           'decision',
-          decisionLabel(trans, event.decision),
+          decisionLabel(trans, event.decision, event.decided_by),
           event.decided_by
         )
       );
@@ -274,7 +275,7 @@ export class AuditPanel extends Widget {
   private _renderDetail(event: IAuditEvent): HTMLElement[] {
     const trans = this._trans;
     const heading = document.createElement('h3');
-    heading.textContent = visible(`${event.tool} ${event.paths.join(', ')}`);
+    setVisibleText(heading, `${event.tool} ${event.paths.join(', ')}`);
     heading.classList.toggle('jp-mod-denied', event.denied);
     heading.classList.toggle('jp-mod-security', event.security_violation);
     const fields: [string, string][] = [
@@ -283,7 +284,7 @@ export class AuditPanel extends Widget {
       [trans.__('User'), event.user],
       [
         trans.__('Decision'),
-        `${decisionLabel(trans, event.decision)} ${event.decided_by}`.trim()
+        `${decisionLabel(trans, event.decision, event.decided_by)} ${event.decided_by}`.trim()
       ],
       [trans.__('Outcome'), outcomeLabel(trans, event.outcome)],
       [trans.__('Error code'), event.error_code ?? ''],
@@ -306,17 +307,14 @@ export class AuditPanel extends Widget {
       const term = document.createElement('dt');
       term.textContent = label;
       const description = document.createElement('dd');
-      description.textContent = visible(value, true);
+      setVisibleText(description, value, true);
       table.append(term, description);
     }
     const args = document.createElement('details');
     const argsSummary = document.createElement('summary');
     argsSummary.textContent = trans.__('Arguments');
     const argsBody = document.createElement('pre');
-    argsBody.textContent = visible(
-      JSON.stringify(event.arguments, null, 2),
-      true
-    );
+    setVisibleText(argsBody, JSON.stringify(event.arguments, null, 2), true);
     args.append(argsSummary, argsBody);
     const parts: HTMLElement[] = [this._backButton(), heading, table, args];
     parts.push(
@@ -344,7 +342,7 @@ export class AuditPanel extends Widget {
   private _span(className: string, text: string, title = ''): HTMLElement {
     const span = document.createElement('span');
     span.className = className;
-    span.textContent = visible(text, true);
+    setVisibleText(span, text);
     if (title) {
       span.title = visible(title, true);
     }

@@ -76,6 +76,13 @@ class Decision:
         return cls(Verdict.ALTERNATIVE_RESPONSE, response=response, decided_by=decided_by)
 
 
+class NoAnswer(Exception):
+    """An approver that cannot ask anyone (server gone, input closed): not a decision.
+
+    Raised by an approver's ``answer(call)``; ``FirstAnswer`` then waits for the others.
+    """
+
+
 @dataclass(frozen=True)
 class ToolCall:
     """What a hook sees before a tool runs."""

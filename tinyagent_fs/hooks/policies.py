@@ -10,7 +10,21 @@ from .decision import Decision, Risk, ToolCall
 
 POLICY_ENV = "TINYAGENT_FS_POLICY"
 POLICY_NAMES = ("auto-approve", "deny-all", "risk-based")
-NEVER_TRUSTED_TOOLS = frozenset({"delete_path", "run_command", "exec_command"})
+NEVER_TRUSTED_TOOLS = frozenset({"delete_path", "run_command", "exec_command", "undo"})
+"""Always asked: a delete, a command (run, or started as a session) and an undo
+(which may delete what a change created)."""
+PERSON_DECIDERS = frozenset({"terminal", "mcp-elicitation"})
+"""``decided_by`` of the hooks that put the call to a person (the notebook card's is
+``"<user> (notebook)"``); anything else decided by a rule, nobody was asked."""
+
+
+def decided_by_person(decided_by: str) -> bool:
+    """Whether a person answered, from the audit event's ``decided_by``.
+
+    The sidebar says "approved" only then and "allowed by policy" otherwise
+    (``labextension/src/format.ts`` holds the same rule).
+    """
+    return decided_by in PERSON_DECIDERS or decided_by.endswith(" (notebook)")
 
 
 class AutoApprovePolicy:

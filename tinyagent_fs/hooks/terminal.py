@@ -10,10 +10,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shlex
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,11 +23,12 @@ from typing import Any, TextIO
 
 from ..changes import ChangeKind, ChangeSet, FileChange, relative_path
 from ..display_safe import visible
-from .decision import Decision, Risk, ToolCall
+from .decision import Decision, NoAnswer, Risk, ToolCall
 
 DECIDED_BY = "terminal"
 WHOLE_ARGUMENTS = {"run_command": "command", "exec_command": "cmd", "write_stdin": "chars"}
 """Shown whole, never previewed: what a person approves is what runs or is typed."""
+READS_PASS = "terminal (reads pass unasked)"
 CHANGE_PROMPT = "Apply this change? [y]es / [n]o / [e]dit: "
 CALL_PROMPT = "Run this call? [y]es / [n]o / [e]dit: "
 REASON_PROMPT = "Reason (optional): "
@@ -45,6 +48,10 @@ _HEADER_PREFIXES = ("--- ", "+++ ", "rename from ", "rename to ", "Binary files 
 
 class _NoAnswer(Exception):
     """The input stream ended: nobody is there to answer."""
+
+
+class _Withdrawn(Exception):
+    """Another approver answered first (see ``FirstAnswer``): stop asking."""
 
 
 class _EditFailed(Exception):
@@ -89,6 +96,9 @@ class TerminalHook:
         self._output = output_stream
         self._editor = editor
         self._color = color
+        self._withdrawn: threading.Event | None = None
+        self._withdrawals: dict[str, tuple[threading.Event, list[Decision | None]]] = {}
+        self._lock = threading.Lock()
 
     @staticmethod
     def available() -> bool:
@@ -104,13 +114,44 @@ class TerminalHook:
         return self._output if self._output is not None else sys.stdout
 
     def before_tool_execution(self, call: ToolCall) -> Decision:
-        if call.risk is Risk.READ:
-            return Decision.proceed(decided_by=DECIDED_BY)
-        self._show(call)
         try:
-            return self._ask(call)
-        except _NoAnswer:
+            return self.answer(call)
+        except NoAnswer:
             return Decision.deny(NO_ANSWER, decided_by=DECIDED_BY)
+
+    def answer(self, call: ToolCall) -> Decision:
+        """The person's answer; ``NoAnswer`` when the input is closed or another
+        approver answered first (``withdraw``)."""
+        if call.risk is Risk.READ:
+            return Decision.proceed(decided_by=READS_PASS)
+        event, winner = self._withdrawal(call)
+        self._withdrawn = event
+        try:
+            if not event.is_set():
+                self._show(call)
+                return self._ask(call)
+        except _NoAnswer:
+            raise NoAnswer(NO_ANSWER) from None
+        except _Withdrawn:
+            pass
+        finally:
+            self._withdrawn = None
+            with self._lock:
+                self._withdrawals.pop(call.call_id, None)
+        where = f" by {winner[0].decided_by} ({winner[0].verdict.value})" if winner[0] else ""
+        self._say(f"\nAnswered elsewhere{where}; this prompt is withdrawn.\n")
+        raise NoAnswer("withdrawn: answered elsewhere")
+
+    def withdraw(self, call: ToolCall, winner: Decision | None) -> None:
+        """Stop the prompt for ``call`` (from another thread, by ``FirstAnswer``), even
+        one that has not started yet."""
+        event, slot = self._withdrawal(call)
+        slot[0] = winner
+        event.set()
+
+    def _withdrawal(self, call: ToolCall) -> tuple[threading.Event, list[Decision | None]]:
+        with self._lock:
+            return self._withdrawals.setdefault(call.call_id, (threading.Event(), [None]))
 
     def _ask(self, call: ToolCall) -> Decision:
         prompt = CHANGE_PROMPT if call.changeset is not None else CALL_PROMPT
@@ -198,7 +239,7 @@ class TerminalHook:
 
     def _show(self, call: ToolCall) -> None:
         paint = self._painter()
-        lines = [paint(f"{call.tool}", _BOLD) + f"  ({call.risk.value})"]
+        lines = [paint(visible(call.tool), _BOLD) + f"  ({call.risk.value})"]
         whole = WHOLE_ARGUMENTS.get(call.tool)
         if whole is not None:
             # The whole command (or typed text), every control character made
@@ -227,6 +268,7 @@ class TerminalHook:
 
     def _prompt(self, text: str, *, eof_ok: bool = False) -> str:
         self._say(text)
+        self._wait_for_input()
         line = self.input.readline()
         if not line:
             if eof_ok:
@@ -234,6 +276,25 @@ class TerminalHook:
             self._say("\n")
             raise _NoAnswer
         return line
+
+    def _wait_for_input(self) -> None:
+        """Wait until a line can be read, or raise ``_Withdrawn`` once withdrawn.
+
+        Only a stream with a file descriptor can be watched; another (``StringIO``)
+        answers at once anyway.
+        """
+        withdrawn = self._withdrawn
+        if withdrawn is None:
+            return
+        try:
+            fd = self.input.fileno()
+        except (AttributeError, OSError, ValueError):
+            return
+        while not withdrawn.is_set():
+            ready, _, _ = select.select([fd], [], [], 0.05)
+            if ready:
+                return
+        raise _Withdrawn
 
     def _say(self, text: str) -> None:
         self.output.write(text)

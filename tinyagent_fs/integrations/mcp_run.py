@@ -21,6 +21,7 @@ from typing import Any
 
 from ..audit import AuditLog
 from ..hooks.policies import policy_from_name
+from ..hooks.web import WebApprovalHook
 from ..limits import ResourceLimiter
 from ..policy import SandboxPolicy
 from ..providers import make_provider
@@ -44,13 +45,17 @@ def main(
     max_requests_per_minute: int = SandboxPolicy.max_requests_per_round,
     max_bytes_per_minute: int = SandboxPolicy.max_bytes_per_round,
     allow_unconfined_commands: bool = False,
+    approve_in: str = "client",
+    jupyter_url: str | None = None,
+    approval_timeout_s: float = 600.0,
 ) -> int:
     """Serve the folders until stdin closes; 0, or USAGE_ERROR for a bad command line.
 
     The served folders share one provider (one sandbox worker whose writable
     roots are exactly them, see ``mcp_roots``); the per-minute budgets (0 = off)
     are shared. Without the kernel sandbox run_command is refused unless
-    ``allow_unconfined_commands``.
+    ``allow_unconfined_commands``. ``approve_in="jupyter"`` puts changes to the
+    person in JupyterLab's sidebar instead of the client (``hooks.web``).
     """
     if max_requests_per_minute < 0 or max_bytes_per_minute < 0:
         return _usage("per-minute limits must be 0 (off) or more")
@@ -59,7 +64,9 @@ def main(
     if missing:
         return _usage(f"not an existing directory: {', '.join(missing)}")
     try:
-        hook = policy_from_name(policy, approver=ElicitationApprover())
+        hook = policy_from_name(
+            policy, approver=_approver(approve_in, folders[0], jupyter_url, approval_timeout_s)
+        )
     except ValueError as exc:
         return _usage(str(exc))
     limits = SandboxPolicy(
@@ -71,6 +78,21 @@ def main(
     # from walking it on every pass and at interpreter shutdown.
     gc.freeze()
     return asyncio.run(_serve(folders, limits, provider, hook, AuditLog(audit_dir)))
+
+
+def _approver(where: str, project: Path, url: str | None, timeout_s: float) -> Any:
+    if where == "client":
+        return ElicitationApprover()
+    if where != "jupyter":
+        raise ValueError(f"--approve-in must be client or jupyter, not {where!r}")
+    if timeout_s <= 0:
+        raise ValueError("--approval-timeout must be more than 0 seconds")
+    return WebApprovalHook(
+        url=url,
+        project=project,
+        timeout_s=timeout_s,
+        origin=f"tinyagent-fs mcp (pid {os.getpid()})",
+    )
 
 
 def _usage(message: str) -> int:

@@ -3,15 +3,16 @@
 Two pieces, used together::
 
     fs = FileTools("project", hooks=[JupyterHook()])
-    agent = TinyCodeAgent(model=..., tool_call_timeout=3600)
+    agent = TinyAgent(model=..., tool_call_timeout=3600)
     register_tools(agent, fs)
     TinyAgentApprovalHook(fs).attach(agent)
 
 ``register_tools`` gives the agent our file tools (replacing its own
 ``read_file``/``write_file``/``update_file``/``glob``/``grep``); they already go
 through our pipeline. ``TinyAgentApprovalHook`` puts every *other* call the agent
-makes (``bash``, ``run_python``, MCP tools, tools you add) in front of the same
-hooks, so one JupyterHook approves them all and one audit log records them.
+makes (MCP tools, tools you add) in front of the same hooks, so one JupyterHook
+approves them all and one audit log records them. A TinyCodeAgent's ``bash`` and
+``run_python`` also need confining: see ``tinycodeagent.register_code_agent``.
 
 How TinyAgent treats hooks (tinyagent-py 0.1.x): a callback object with a
 ``before_tool_execution`` method is asked before each tool runs; the first one

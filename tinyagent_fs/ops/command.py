@@ -80,8 +80,8 @@ def run_command(
     when this process has one) plus ``env``; HOME defaults to ``workdir`` so
     tools do not go looking for the person's dotfiles.
     """
-    _check_arguments(command, workdir, timeout_s, env, max_output_bytes, max_output_lines)
-    rlimits = _rlimits(limits or {})
+    check_arguments(command, workdir, timeout_s, env, max_output_bytes, max_output_lines)
+    rlimits = rlimits_for(limits or {})
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     started = time.monotonic()
     cpu_before = _children_cpu_s()
@@ -89,13 +89,13 @@ def run_command(
         process = subprocess.Popen(
             [shell, "-c", command],
             cwd=workdir,
-            env=_command_env(home or workdir, env),
+            env=command_env(home or workdir, env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             close_fds=True,
             start_new_session=True,
-            preexec_fn=partial(_apply_rlimits, rlimits, _limit_lock(rlimits)) if rlimits else None,
+            preexec_fn=partial(apply_rlimits, rlimits, limit_lock(rlimits)) if rlimits else None,
         )
     except OSError as exc:
         raise ToolError(ErrorCode.IO_ERROR, f"cannot start {shell}: {exc.strerror}") from None
@@ -123,7 +123,7 @@ def run_command(
     return result
 
 
-def _rlimits(limits: dict[str, int | None]) -> list[tuple[int, int, int]]:
+def rlimits_for(limits: dict[str, int | None]) -> list[tuple[int, int, int]]:
     """(resource, soft, hard) for every limit given; an unknown or bad one is INVALID_ARGUMENT."""
     rlimits = []
     for name, value in limits.items():
@@ -138,7 +138,7 @@ def _rlimits(limits: dict[str, int | None]) -> list[tuple[int, int, int]]:
     return rlimits
 
 
-def _limit_lock(rlimits: list[tuple[int, int, int]]) -> Any:
+def limit_lock(rlimits: list[tuple[int, int, int]]) -> Any:
     """The filter that freezes these limits, compiled before the fork (pyseccomp is loaded
     lazily: importing it runs ldconfig, which a toolkit that never limits a command should
     not pay)."""
@@ -147,7 +147,7 @@ def _limit_lock(rlimits: list[tuple[int, int, int]]) -> Any:
     return CompiledLimitLock([which for which, _, _ in rlimits])
 
 
-def _apply_rlimits(rlimits: list[tuple[int, int, int]], lock: Any) -> None:
+def apply_rlimits(rlimits: list[tuple[int, int, int]], lock: Any) -> None:
     """In the child, before exec: lower soft and hard limits, then forbid setting them again."""
     for which, soft, hard in rlimits:
         current_hard = resource.getrlimit(which)[1]
@@ -279,7 +279,7 @@ def _signal_group(pgid: int, sig: signal.Signals) -> None:
         os.killpg(pgid, sig)
 
 
-def _command_env(home: str, extra: dict[str, str] | None) -> dict[str, str]:
+def command_env(home: str, extra: dict[str, str] | None) -> dict[str, str]:
     env = {
         "PATH": f"{os.path.dirname(sys.executable)}:{SYSTEM_PATH}",
         "HOME": home,
@@ -295,7 +295,7 @@ def _command_env(home: str, extra: dict[str, str] | None) -> dict[str, str]:
     return env
 
 
-def _check_arguments(
+def check_arguments(
     command: str,
     workdir: str,
     timeout_s: float,

@@ -18,7 +18,14 @@ from collections.abc import Iterable, Iterator
 from ..config_file import MAX_CONFIG_FILE_BYTES, UnsafeConfigFile, config_lines, read_config_file
 from ..durable import DIRECTORY_FLAGS
 from ..errors import ErrorCode, ToolError
-from ..gitignore import PatternList, Screen, name_key, root_folds_case
+from ..gitignore import (
+    MAX_MATCH_COST,
+    CostlyPatterns,
+    PatternList,
+    Screen,
+    name_key,
+    root_folds_case,
+)
 from ..policy import IGNORE_FILE_NAME
 
 GIT_DIR_NAME = ".git"
@@ -72,6 +79,20 @@ def _denial_lines(root: str) -> list[str]:
     return [] if data is None else config_lines(data)
 
 
+def _denial_rules(root: str, fold: bool) -> PatternList:
+    """The root's ``.tinyagentignore`` compiled; one too costly to match fails closed."""
+    try:
+        return compiled_rules(_denial_lines(root), IGNORE_FILE_NAME, fold=fold)
+    except CostlyPatterns as exc:
+        raise ToolError(
+            ErrorCode.PERMISSION_DENIED,
+            f"{IGNORE_FILE_NAME} in the root is not used: {exc}.",
+            f"Nothing is listed or searched until {IGNORE_FILE_NAME} has fewer lines with "
+            "several wildcards (a person must edit it).",
+            details={"cause": "ignore_file_too_costly"},
+        ) from None
+
+
 class IgnoreRules:
     """Everything a walk below ``root`` must skip, asked one path (relative to root) at a time.
 
@@ -91,7 +112,7 @@ class IgnoreRules:
         self.fold = root_folds_case(root) if case_insensitive is None else case_insensitive
         self.denial_sets = (
             compiled_rules(denied_patterns, "the sandbox policy", fold=self.fold),
-            compiled_rules(_denial_lines(root), IGNORE_FILE_NAME, fold=self.fold),
+            _denial_rules(root, self.fold),
         )
         self._gitignores: dict[str, PatternList | None] = {}
         self._chains: dict[str, list[tuple[int, PatternList]]] = {}
@@ -105,6 +126,12 @@ class IgnoreRules:
             )
             for is_dir in (False, True)
         }
+
+    @property
+    def denials_follow_folders(self) -> bool:
+        """Whether renaming a folder can lift a denial below it: a line with a ``/`` in it
+        decides by the folders' names, a ``!`` line may re-include under another name."""
+        return any(not p.basename or p.negated for s in self.denial_sets for p in s.patterns)
 
     def is_denied(self, rel_path: str, is_dir: bool) -> bool:
         if self._fused:
@@ -160,7 +187,10 @@ class IgnoreRules:
     def _load(self, rel_dir: str) -> PatternList | None:
         if rel_dir not in self._gitignores:
             lines = _gitignore_lines(os.path.join(self.root, rel_dir, GITIGNORE_NAME))
-            found = compiled_rules(lines, GITIGNORE_NAME, fold=self.fold) if lines else None
+            try:
+                found = compiled_rules(lines, GITIGNORE_NAME, fold=self.fold) if lines else None
+            except CostlyPatterns:
+                found = None  # only ever hides files from searches: skipped, as a huge one is
             self._gitignores[rel_dir] = found
         return self._gitignores[rel_dir]
 
@@ -177,6 +207,8 @@ class IgnoreRules:
         for directory in reversed(missing):
             parent = self._chains[directory.rpartition("/")[0]] if directory else []
             own = self._load(directory)
+            if own is not None and own.cost + sum(r.cost for _, r in parent) > MAX_MATCH_COST:
+                own = None  # a path is matched against the whole chain: skipped like a huge one
             chain = ([(len(directory) + 1 if directory else 0, own)] if own else []) + parent
             self._chains[directory] = chain
         return self._chains[rel_dir]

@@ -135,6 +135,10 @@ class LinuxSandboxProvider(Provider):
         self._sessions_settled = 0
         self._slot.on_stop = _weakly(self, LinuxSandboxProvider._sessions_lost)
         self._guardian = SettleGuardian()
+        self._unsettled: CodeFiles | None = None
+        """The before-walk of a command whose after-walk failed (a folder it could not
+        search): walked against again before the next command, so what the command
+        planted is not taken for the person's once the folder is fixed."""
         self._finalizer = weakref.finalize(self, _release, self._slot, self._guardian)
         self._protected: dict[tuple[str, str], tuple[int, int]] = {}
         """Identity of each file the current worker protects, as the toolkit saw it."""
@@ -389,6 +393,9 @@ class LinuxSandboxProvider(Provider):
         """The code-running files now; a worker whose protections are not on these very
         files any more (a person's ``git config`` renames a new file over the bound one,
         a ``git clone`` adds a repository) is replaced before the command runs."""
+        if self._unsettled is not None:  # the last after-walk failed: finish it first
+            code_watch.settle(self._protect, self._unsettled, None)
+            self._unsettled = None
         before = code_watch.scan(self._protect)
         code_watch.refuse_unsearched(before)
         if self._worker_alive() and before.protectable != self._protected:
@@ -398,11 +405,13 @@ class LinuxSandboxProvider(Provider):
     def _finish_command(self, deadline: float, before: CodeFiles) -> Any:
         """The command's reply, then the toolkit's own check of what it wrote (even when
         the worker was lost: its processes are gone with its PID namespace)."""
+        self._unsettled = before  # until an after-walk against it has finished
         try:
             result = self._finish("run_command", deadline)
         except ToolError:
             if code_watch.settle(self._protect, before, None):
                 self._slot.stop()
+            self._unsettled = None
             raise
         try:
             if code_watch.settle(self._protect, before, result):
@@ -410,6 +419,7 @@ class LinuxSandboxProvider(Provider):
         except ToolError:
             self._slot.stop()
             raise
+        self._unsettled = None
         return result
 
     def _send(
@@ -468,7 +478,7 @@ class LinuxSandboxProvider(Provider):
             "processes": processes,
         }
 
-    # --- interactive sessions (``sessions``, ``ops.pty_session``) -------------
+    # --- interactive sessions (``sessions``, ``session_host``) -------------
 
     async def start_session(self, **kwargs: Any) -> sessions.Session:
         """Start a command on a terminal in the worker, with the walks, masks and guardian
@@ -730,6 +740,7 @@ class LinuxSandboxProvider(Provider):
                 "protect": self._protect,
                 "masks": plan.masks,
                 "nested_git": plan.nested_git,
+                "pinned": plan.pinned,
                 "refuse_commands": plan.refusal,
                 "tmpdir": slot.tmpdir,
                 "canary": canary,

@@ -1,5 +1,5 @@
 """An unconfined session host for ``LocalProvider`` (``allow_unconfined_commands``):
-``ops.pty_session`` run in a fresh interpreter of its own, not forked from the
+``session_host`` run in a fresh interpreter of its own, not forked from the
 toolkit (forking a process with threads is unsafe). It ends the session when
 the toolkit's socket closes, so a session does not outlive its toolkit, but
 unconfined, a process that left the command's process group (``setsid``) may."""
@@ -11,13 +11,12 @@ import socket
 import subprocess
 
 from ..errors import ErrorCode, ToolError
-from ..ops import pty_session
-from . import wire
+from . import session_host, wire
 from .worker_launch import bare_argv
 
 
 def start(args: dict[str, object]) -> tuple[socket.socket, subprocess.Popen[bytes]]:
-    """A host started for ``args`` (``pty_session.spawn``'s) and the toolkit's end of its
+    """A host started for ``args`` (``session_host.spawn``'s) and the toolkit's end of its
     socket."""
     toolkit_end, host_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
@@ -41,4 +40,4 @@ def start(args: dict[str, object]) -> tuple[socket.socket, subprocess.Popen[byte
 
 
 def main(fd: int) -> None:
-    pty_session.host_here(fd)
+    session_host.host_here(fd)

@@ -1,11 +1,11 @@
 """Interactive sessions, toolkit side: the live sessions of one provider and the
-exchange with each one's host (``ops.pty_session``) over the socket the worker
+exchange with each one's host (``session_host``) over the socket the worker
 passed on.
 
 An exchange goes straight to the host, not through the worker, so a session
 waiting out its ``yield_ms`` keeps neither the worker nor the provider's lock.
 Raw terminal bytes are held here only until they are shown, at most
-``pty_session.RING_BYTES`` per session (older ones are dropped and counted), so
+``session_host.RING_BYTES`` per session (older ones are dropped and counted), so
 a program printing without end keeps the toolkit's memory flat.
 """
 
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
-from ..ops.pty_session import RING_BYTES
 from . import wire
+from .session_host import RING_BYTES
 
 REPLY_MARGIN_S = 10.0
 """How much longer than its yield an exchange waits for the host's answer."""

@@ -41,7 +41,7 @@ import threading
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
-from ..ops import OPERATIONS, pty_session
+from ..ops import OPERATIONS
 from ..sandbox import (
     capabilities,
     landlock_rules,
@@ -51,7 +51,7 @@ from ..sandbox import (
     seccomp_filter,
     secret_masks,
 )
-from . import wire, worker_launch
+from . import session_host, wire, worker_launch
 
 
 class SelfCheckFailed(Exception):
@@ -135,12 +135,14 @@ def _mask_and_protect_nested(
     if refusal is not None:
         return refusal, masks
     try:
+        secret_masks.pin_folders(config["pinned"], masks)
         protected_paths.protect_nested(config["nested_git"], protection)
-        masks = secret_masks.mask_secrets(
+        secret_masks.mask_secrets(
             {
                 root: [(rel, is_dir) for rel, is_dir in found]
                 for root, found in config["masks"].items()
-            }
+            },
+            masks,
         )
     except (OSError, secret_masks.MaskFailed) as exc:
         reason = str(exc) if isinstance(exc, secret_masks.MaskFailed) else _mount_failure(exc)
@@ -226,7 +228,7 @@ def _serve(sock: socket.socket, refusal: dict[str, Any] | None) -> None:
 
 COMMAND_OPS = frozenset({"run_command", "session_start"})
 SESSION_OPS = frozenset({"session_start"})
-"""Interactive sessions (``ops.pty_session``): a host process per session is forked
+"""Interactive sessions (``session_host``): a host process per session is forked
 here, and its socket passed to the toolkit."""
 
 
@@ -235,7 +237,7 @@ def _session(request: dict[str, Any]) -> dict[str, Any]:
     if not isinstance(args, dict):
         return {"error": _internal("bad session request")}
     try:
-        return {"ok": pty_session.spawn(**args)}
+        return {"ok": session_host.spawn(**args)}
     except ToolError as exc:
         return {"error": _tool_error(exc)}
     except Exception as exc:
@@ -262,8 +264,8 @@ def _answer(request: Any, sock: socket.socket) -> dict[str, Any]:
     operation = OPERATIONS.get(op) if isinstance(op, str) else None
     if operation is None or not isinstance(args, dict):
         return {"error": _internal(f"unknown provider operation {op!r}")}
-    if op == "run_command" and pty_session.sessions_live():
-        response = pty_session.apart(lambda: _respond(op, operation, args, sock))
+    if op == "run_command" and session_host.sessions_live():
+        response = session_host.apart(lambda: _respond(op, operation, args, sock))
         if response is None:  # the command killed its keeper: end it all, sessions too
             namespaces.end_other_processes()
             message = "the command killed the process that watched it; it was ended, and "

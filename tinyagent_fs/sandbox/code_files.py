@@ -42,9 +42,9 @@ from dataclasses import dataclass, field
 from ..code_running import ROOT_FOLDERS, is_git_dir
 from . import kernel_calls as kc
 from .protected_paths import (
+    GIT_DATA,
     GIT_DIR_OWN,
     GIT_READ_ONLY,
-    MAX_MODULE_DEPTH,
     MAX_SCAN_DEPTH,
     QUARANTINE_SUFFIX,
     ROOT_FILES,
@@ -101,6 +101,10 @@ class _Walk:
 
     def __init__(self, root_fd: int, root: str, found: CodeFiles, before: CodeFiles | None):
         self.root_fd, self.root, self.found, self.before = root_fd, root, found, before
+        self.real_root = os.path.realpath(root)
+        self.symlinks: list[str] = []
+        self.git_data: list[str] = []
+        """Folders of git directories the walk does not enter (``GIT_DATA``), as paths."""
 
     def run(self) -> None:
         for relative in sorted(ROOT_CONTAINERS | set(ROOT_FILES)):
@@ -111,27 +115,42 @@ class _Walk:
         while pending:
             relative_dir, covered = pending.pop()
             entries = self._list(relative_dir)
-            git_dir = not covered and is_git_dir({name for name, _ in entries})
+            named_git = os.path.basename(relative_dir) == ".git"
+            git_dir = not covered and (named_git or is_git_dir({name for name, _ in entries}))
             if git_dir:
-                self._git_dir(relative_dir, 0)
-                if relative_dir:
+                self._git_dir(relative_dir)
+                here = os.path.join(self.real_root, relative_dir)  # the walk follows no link
+                self.git_data += [os.path.join(here, name) for name in GIT_DATA]
+                if relative_dir and not named_git:
                     self._protectable(relative_dir)
             for name, is_dir in entries:
                 relative = _join(relative_dir, name)
-                if name == ".git":
+                if name in (".git", ".gitmodules"):
                     self._add(relative)
-                    if is_dir:
-                        self._git_dir(relative, 0)
+                if not is_dir or (git_dir and name in GIT_DATA):
                     continue
-                if name == ".gitmodules":
-                    self._add(relative)
-                if is_dir and relative.count("/") >= MAX_SCAN_DEPTH:
+                if relative.count("/") >= MAX_SCAN_DEPTH:
                     self.found.too_deep.append(self._path(relative))
-                elif is_dir:
-                    pending.append((relative, covered or (git_dir and name in GIT_DIR_OWN)))
+                else:
+                    pending.append((relative, covered or (git_dir and name == "worktrees")))
+        self._watch_symlinks_into_git_data()
 
-    def _git_dir(self, git: str, depth: int) -> None:
-        """The code-running entries of one git folder, then of each submodule's beneath it."""
+    def _watch_symlinks_into_git_data(self) -> None:
+        """A symlink that leads into a folder the walk does not enter is watched itself:
+        a person who follows it (``cd docs``) would reach whatever a command hid there."""
+        if not self.git_data:
+            return
+        for relative in self.symlinks:
+            try:
+                target = os.path.realpath(self._path(relative))
+            except OSError:
+                continue  # replaced since it was listed (only a person acts meanwhile)
+            if any(target == data or target.startswith(data + "/") for data in self.git_data):
+                self._add(relative)
+
+    def _git_dir(self, git: str) -> None:
+        """The code-running entries of one git directory (the walk finds the git
+        directories of its modules, at any depth, by what they hold)."""
         for name in GIT_READ_ONLY:
             self._protectable(_join(git, name))
         for name in (*GIT_FILES, "worktrees", "modules"):
@@ -141,10 +160,6 @@ class _Walk:
             self._add(_join(git, f"worktrees/{name}"))
             for entry in WORKTREE_FILES:
                 self._add(_join(git, f"worktrees/{name}/{entry}"))
-        if depth < MAX_MODULE_DEPTH:
-            for name, _ in self._list(_join(git, "modules")):
-                self._add(_join(git, f"modules/{name}"))
-                self._git_dir(_join(git, f"modules/{name}"), depth + 1)
 
     def _add_each(self, folder: str) -> None:
         """A folder whose every entry runs code (hooks), and each entry git or a shell may run."""
@@ -205,8 +220,13 @@ class _Walk:
                 return []
             fd = reopened
         try:
+            listed = []
             with os.scandir(fd) as entries:
-                return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in entries]
+                for entry in entries:
+                    if entry.is_symlink():
+                        self.symlinks.append(_join(relative, entry.name))
+                    listed.append((entry.name, entry.is_dir(follow_symlinks=False)))
+            return listed
         finally:
             os.close(fd)
 
@@ -276,6 +296,8 @@ def quarantine(keys: list[Key]) -> list[dict[str, str]]:
         path = os.path.join(root, relative)
         try:
             outcomes.append({"path": path, **_move_aside(root, relative)})
+        except FileNotFoundError:
+            continue  # gone since the walk (only a person acts now): nothing to move
         except OSError as exc:
             outcomes.append({"path": path, "error": exc.strerror or str(exc)})
     return outcomes

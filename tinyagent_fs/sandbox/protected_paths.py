@@ -15,7 +15,7 @@ tools refuse these paths in the guard; shell commands meet two walls here.
    refusal (ELOOP), never a mount of something outside. A git directory (a
    ``.git``, or any folder git would take for one: :func:`is_git_dir`) is
    pinned (a mount point cannot be renamed or removed: EBUSY); its hooks, config,
-   config.worktree, commondir, info, worktrees, modules/*/hooks and config, a
+   config.worktree, commondir, info, worktrees, modules (whole: submodules' own), a
    ``.git`` file, ``.gitmodules``, ``.tinyagentignore``, the rc files and the home
    folder's startup files become read-only (EROFS; hard links out of them fail
    with EXDEV).
@@ -44,12 +44,15 @@ GIT_READ_ONLY: tuple[str, ...] = (
     "commondir",
     "info",
     "worktrees",
+    "modules",
 )
 GIT_DIR_OWN = frozenset({"modules", "worktrees"})
+GIT_DATA = frozenset({"objects", "logs", "lfs"})
+"""A git directory's folders of data git never runs: not walked (anything there git
+could use as a git directory needs a pointer, and pointers are watched)."""
 """A git directory's folders of git directories, protected with it: not looked at again."""
 QUARANTINE_SUFFIX = ".quarantined"
 READ_ONLY = kc.MOUNT_ATTR_RDONLY | kc.MOUNT_ATTR_NOSUID | kc.MOUNT_ATTR_NODEV
-MAX_MODULE_DEPTH = 4
 MAX_SCAN_DEPTH = 256
 """Levels the toolkit's scans of a root (code-running files, secrets) enter. A deeper
 folder is not searched, so commands are refused until it is removed: a secret or a
@@ -117,7 +120,7 @@ def _protect_git(root_fd: int, root: str, relative: str, result: Protection) -> 
     The root itself is not pinned: no command can rename it (its parent is not writable).
     """
     if not relative:
-        _protect_git_dir(root_fd, root, result, 0)
+        _protect_git_dir(root_fd, root, result)
         return
     git = _open(root_fd, relative, root, result)
     if git is None:
@@ -133,25 +136,16 @@ def _protect_git(root_fd: int, root: str, relative: str, result: Protection) -> 
         os.close(git)
     result.pinned.append(path)
     try:
-        _protect_git_dir(pinned, path, result, 0)
+        _protect_git_dir(pinned, path, result)
     finally:
         os.close(pinned)
 
 
-def _protect_git_dir(git_fd: int, git_path: str, result: Protection, depth: int) -> None:
-    """The code-running entries of one git directory, then of each submodule's beneath it."""
+def _protect_git_dir(git_fd: int, git_path: str, result: Protection) -> None:
+    """The code-running entries of one git directory; ``modules`` whole, as the git
+    directories of submodules lie in it at any depth (``modules/lib/foo``)."""
     for name in GIT_READ_ONLY:
         _protect_one(git_fd, git_path, name, result)
-    if depth >= MAX_MODULE_DEPTH:
-        return
-    for module in _list_dir(git_fd, "modules"):
-        module_fd = _open(git_fd, f"modules/{module}", git_path, result)
-        if module_fd is None:
-            continue
-        try:
-            _protect_git_dir(module_fd, f"{git_path}/modules/{module}", result, depth + 1)
-        finally:
-            os.close(module_fd)
 
 
 def _protect_one(base_fd: int, base: str, relative: str, result: Protection) -> None:

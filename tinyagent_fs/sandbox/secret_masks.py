@@ -49,6 +49,14 @@ class MaskPlan:
 
     masks: dict[str, list[tuple[str, bool]]] = field(default_factory=dict)
     nested_git: dict[str, list[str]] = field(default_factory=dict)
+    pinned: dict[str, list[str]] = field(default_factory=dict)
+    """Folders above a secret whose denial depends on their names (``/config/prod.key``):
+    bound onto themselves, so a command cannot rename them (EBUSY) and lift the denial."""
+    identities: dict[str, list[tuple[str, int, int]]] = field(default_factory=dict)
+    """Inode and ctime of each masked entry and pinned folder (an inode number can be
+    reused at once): a mount stays on what it covered, so one a person replaced (an
+    editor's save, ``git checkout``, ``rm -rf`` and ``mkdir``) is a new plan, and the
+    worker is replaced."""
     refusal: dict[str, Any] | None = None
     """Why commands are refused (``message``, ``hint``, ``details``), or None."""
     entries_walked: int = 0
@@ -60,13 +68,18 @@ class MaskPlan:
         nested = tuple(
             sorted((root, tuple(sorted(found))) for root, found in self.nested_git.items())
         )
+        pinned = tuple(sorted((root, tuple(sorted(found))) for root, found in self.pinned.items()))
+        identities = tuple(
+            sorted((root, tuple(sorted(found))) for root, found in self.identities.items())
+        )
         refused = None if self.refusal is None else self.refusal["message"]
-        return masks, nested, refused
+        return masks, nested, pinned, identities, refused
 
     def mounts(self) -> int:
         masks = sum(len(found) for found in self.masks.values())
         nested = sum(len(found) for found in self.nested_git.values())
-        return masks + MOUNTS_PER_NESTED_GIT * nested
+        pinned = sum(len(found) for found in self.pinned.values())
+        return masks + MOUNTS_PER_NESTED_GIT * nested + pinned
 
 
 @dataclass
@@ -75,6 +88,7 @@ class MaskReport:
 
     masked: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)
+    pinned: list[str] = field(default_factory=list)
     entries_walked: int = 0
     seconds: float = 0.0
 
@@ -82,6 +96,7 @@ class MaskReport:
         return {
             "masked": self.masked,
             "failed": self.failed,
+            "pinned": self.pinned,
             "entries_walked": self.entries_walked,
             "seconds": round(self.seconds, 4),
         }
@@ -153,6 +168,9 @@ def _walk(
     root: str, rules: IgnoreRules, plan: MaskPlan, masks: list[tuple[str, bool]], nested: bool
 ) -> None:
     nested_git = plan.nested_git.setdefault(root, []) if nested else []
+    pinned: set[str] = set()
+    identities = plan.identities.setdefault(root, [])
+    follow = rules.denials_follow_folders
     root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         pending = [("", False)]
@@ -169,6 +187,8 @@ def _walk(
                 relative = f"{relative_dir}/{name}" if relative_dir else name
                 if (suspects is None or name in suspects) and rules.is_denied(relative, is_dir):
                     masks.append((relative, is_dir))
+                    if follow:
+                        pinned.update(_folders_above(relative))
                     continue
                 if nested and name == ".git" and relative_dir:
                     nested_git.append(relative)
@@ -177,8 +197,30 @@ def _walk(
                 if is_dir:
                     inside = name == ".git" or (git_dir and name in GIT_DIR_OWN)
                     pending.append((relative, covered or inside))
+        if pinned:
+            plan.pinned[root] = sorted(pinned, key=lambda folder: (folder.count("/"), folder))
+        for relative in [*(found for found, _ in masks), *pinned]:
+            identities.append((relative, *_identity(root_fd, relative)))
     finally:
         os.close(root_fd)
+
+
+def _identity(root_fd: int, relative: str) -> tuple[int, int]:
+    """Inode and ctime of what is at ``relative`` now; (0, 0) when it is gone."""
+    try:
+        fd = kc.open_beneath(root_fd, relative, os.O_PATH)
+    except OSError:
+        return 0, 0
+    try:
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return info.st_ino, info.st_ctime_ns
+
+
+def _folders_above(relative: str) -> list[str]:
+    parts = relative.split("/")[:-1]
+    return ["/".join(parts[: depth + 1]) for depth in range(len(parts))]
 
 
 def _entries(root_fd: int, relative_dir: str, root: str) -> list[tuple[str, bool]]:
@@ -225,14 +267,47 @@ def _too_many(plan: MaskPlan, max_mounts: int) -> dict[str, Any]:
     }
 
 
-def mask_secrets(masks: dict[str, list[tuple[str, bool]]]) -> MaskReport:
+def pin_folders(pinned: dict[str, list[str]], report: MaskReport) -> None:
+    """Bind each folder onto itself, parents first, with what is mounted inside it (a
+    mount point cannot be renamed); before the masks, which then sit on the pins."""
+    for root, folders in pinned.items():
+        root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            for relative in folders:
+                try:
+                    target = kc.open_beneath(root_fd, relative, os.O_PATH | os.O_DIRECTORY)
+                except OSError as exc:
+                    if exc.errno in GONE:
+                        continue  # renamed since it was planned: the next plan finds it
+                    raise MaskFailed(_pin_failure(root, relative, exc)) from None
+                try:
+                    kc.bind_by_fd(target, target, 0, recursive=True)
+                except OSError as exc:
+                    raise MaskFailed(_pin_failure(root, relative, exc)) from None
+                finally:
+                    os.close(target)
+                report.pinned.append(os.path.join(root, relative))
+        finally:
+            os.close(root_fd)
+
+
+def _pin_failure(root: str, relative: str, exc: OSError) -> str:
+    return (
+        f"the folder {os.path.join(root, relative)}, above a secret denied by its path, "
+        f"could not be made immovable ({exc.strerror or exc})"
+    )
+
+
+def mask_secrets(
+    masks: dict[str, list[tuple[str, bool]]], report: MaskReport | None = None
+) -> MaskReport:
     """Cover every planned path; runs after pivot_root, before the root is sealed.
 
     Stops at the first mask that cannot be mounted (:class:`MaskFailed`):
     the mount table is full or the tree changed, and commands must not run.
     """
     started = time.perf_counter()
-    report = MaskReport()
+    report = report if report is not None else MaskReport()
     os.mkdir(STAGING, 0o700)
     empty_file = os.path.join(STAGING, "file")
     empty_dir = os.path.join(STAGING, "dir")

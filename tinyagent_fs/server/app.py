@@ -17,8 +17,13 @@ from jupyter_server.extension.application import ExtensionApp
 from traitlets import Float, Unicode
 
 from ..audit import AUDIT_FILE_NAME, default_audit_dir
+from .approval_handlers import APPROVAL_ROUTES, BROKER_SETTING
+from .approvals import ApprovalBroker, Proposal
 from .handlers import ROUTES, TAILER_SETTING
 from .tailer import AuditTailer
+
+APPROVAL_SCHEMA_PATH = Path(__file__).with_name("approval_event.schema.json")
+APPROVAL_SCHEMA_ID = "urn:tinyagent-fs:approval:v1"
 
 AUDIT_DIR_ENV = "TINYAGENT_FS_AUDIT_DIR"
 
@@ -43,7 +48,16 @@ class TinyAgentFSServer(ExtensionApp):
         help="How often the audit file is checked for new lines, in seconds.",
     ).tag(config=True)
 
+    approval_abandon_s = Float(
+        10.0,
+        help=(
+            "Seconds after which a proposal whose agent stopped waiting for it (no "
+            "long-poll open) is dropped from the Pending section."
+        ),
+    ).tag(config=True)
+
     tailer: AuditTailer | None = None
+    broker: ApprovalBroker | None = None
 
     def audit_directory(self) -> Path:
         if self.audit_dir:
@@ -62,15 +76,39 @@ class TinyAgentFSServer(ExtensionApp):
             log=self.log,
         )
         self.settings[TAILER_SETTING] = self.tailer
+        self.broker = ApprovalBroker(self._announce_approval, abandon_s=self.approval_abandon_s)
+        self.settings[BROKER_SETTING] = self.broker
+        bus = self.serverapp.event_logger if self.serverapp is not None else None
+        if bus is not None:
+            bus.register_event_schema(APPROVAL_SCHEMA_PATH)
         self.log.info("tinyagent-fs: serving the audit log %s", self.tailer.path)
 
     def initialize_handlers(self) -> None:
         self.handlers.extend(ROUTES)
+        self.handlers.extend(APPROVAL_ROUTES)
+
+    def _announce_approval(self, action: str, proposal: Proposal) -> None:
+        """Tell frontends (event bus, over Jupyter's websocket) that the pending set changed."""
+        bus = self.serverapp.event_logger if self.serverapp is not None else None
+        if bus is None or self.broker is None:
+            return
+        waiting = sum(p.state == "pending" for p in self.broker.pending.values())
+        try:
+            bus.emit(
+                schema_id=APPROVAL_SCHEMA_ID,
+                data={"action": action, "id": proposal.id, "pending": waiting},
+            )
+        except Exception as exc:  # an announcement must never fail a decision
+            self.log.warning("tinyagent-fs: could not announce approval %s: %s", action, exc)
 
     async def _start_jupyter_server_extension(self, serverapp: Any) -> None:
         if self.tailer is not None:
             self.tailer.start()
+        if self.broker is not None:
+            self.broker.start()
 
     async def stop_extension(self) -> None:
+        if self.broker is not None:
+            await self.broker.stop()
         if self.tailer is not None:
             await self.tailer.stop()

@@ -9,7 +9,7 @@ from functools import partial
 from typing import Any
 
 from ..audit import AuditEvent, AuditLog, summarise_arguments
-from ..changes import ChangeSet
+from ..changes import ChangeKind, ChangeSet
 from ..errors import ErrorCode, ToolError
 from ..gc_pause import paused_gc
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
@@ -110,11 +110,19 @@ class Pipeline:
                 self.ctx.resolve(value, for_write=writes)
 
     async def _direct(self, record: CallRecord, spec: ToolSpec, args: dict[str, Any]) -> ToolResult:
-        call = ToolCall(spec.name, args, spec.risk, call_id=uuid.uuid4().hex[:12])
+        call = ToolCall(
+            spec.name, args, spec.risk, call_id=uuid.uuid4().hex[:12], session_id=self._session
+        )
 
         async def replan(current: ToolCall, decision: Decision) -> ToolCall:
             new_args = validate_arguments(spec.name, spec.parameters, decision.modified_args)
-            return ToolCall(spec.name, new_args, spec.risk, call_id=current.call_id)
+            return ToolCall(
+                spec.name,
+                new_args,
+                spec.risk,
+                call_id=current.call_id,
+                session_id=current.session_id,
+            )
 
         review = await self.hooks.before(call, replan)
         record.review = review
@@ -162,6 +170,11 @@ class Pipeline:
 
     async def _commit(self, plan: Plan) -> dict[str, Any]:
         changeset = plan.changeset
+        self.ctx.guard.refuse_git_dirs_made(
+            str(change.dest if change.kind is ChangeKind.MOVE else change.path)
+            for change in changeset.changes
+            if change.kind in (ChangeKind.CREATE, ChangeKind.MKDIR, ChangeKind.MOVE)
+        )
         journal = self.ctx.journal
         try:
             report = await self.ctx.provider.commit(
@@ -206,8 +219,19 @@ class Pipeline:
             with paused_gc():
                 diff = plan.changeset.unified_diff()
         return ToolCall(
-            spec.name, args, spec.risk, changeset=plan.changeset, diff=diff, call_id=call_id
+            spec.name,
+            args,
+            spec.risk,
+            changeset=plan.changeset,
+            diff=diff,
+            call_id=call_id,
+            session_id=self._session,
         )
+
+    @property
+    def _session(self) -> str:
+        """The audit log's session, so a reviewer sees the id the log will carry."""
+        return self.audit.session_id if self.audit is not None else ""
 
     def _record(self, record: CallRecord, result: ToolResult) -> None:
         if self.audit is None:

@@ -1,6 +1,6 @@
 """exec_command, write_stdin, close_session: interactive commands under a terminal.
 
-A session runs inside the same sandbox as run_command (``ops.pty_session``);
+A session runs inside the same sandbox as run_command (``providers.session_host``);
 this module validates, formats what the terminal shows for the model
 (``terminal_text``) and caps it, with markers that say how to read on.
 """

@@ -1,6 +1,6 @@
 """Notebook review of tool calls: approval widgets, diff rendering, settings.
 
-This is the only part of the package that needs ipywidgets and traitlets
+This is the only part of the package that needs ipywidgets, anywidget and traitlets
 (``pip install tinyagent-fs[jupyter]``). Names are loaded on first use, so
 ``tinyagent_fs.ui.diff_render`` works with pygments alone.
 """

@@ -1,7 +1,7 @@
 """Audit events as a table: HTML in a notebook, aligned text anywhere else.
 
 The text form leaves out times and ids, so a notebook can check it as output
-(nbval) and get the same table on every run.
+(nbval) and get the same table on every run. Both forms mark hidden characters.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import html
 from collections.abc import Sequence
 
 from ..audit import AuditEvent
+from ..display_safe import visible, visible_html
 
 _HEADERS = ("time", "tool", "paths", "decision", "decided by", "outcome", "+/−")
 _TEXT_HEADERS = ("tool", "paths", "decision", "decided by", "outcome", "+/-")
@@ -22,6 +23,7 @@ class AuditTable:
         self.events = list(events)
 
     def rows(self) -> list[tuple[str, ...]]:
+        """Each event's cells as recorded: mark them before showing them."""
         return [
             (
                 event.tool,
@@ -35,7 +37,7 @@ class AuditTable:
         ]
 
     def text(self) -> str:
-        rows = [_TEXT_HEADERS, *self.rows()]
+        rows = [_TEXT_HEADERS, *(tuple(map(visible, row)) for row in self.rows())]
         widths = [max(len(row[i]) for row in rows) for i in range(len(_TEXT_HEADERS))]
         return "\n".join(
             "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
@@ -59,7 +61,7 @@ class AuditTable:
             warn = event.security_violation or event.outcome == "denied"
             colour = "var(--jp-error-color1, #d32f2f)" if warn else "inherit"
             time = event.timestamp[11:19]
-            cells = "".join(f'<td style="{cell}">{html.escape(v)}</td>' for v in (time, *row))
+            cells = "".join(f'<td style="{cell}">{visible_html(v)}</td>' for v in (time, *row))
             body.append(f'<tr style="color: {colour}">{cells}</tr>')
         return (
             '<table style="border-collapse: collapse; font-family: var(--jp-ui-font-family); '

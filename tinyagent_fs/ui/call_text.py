@@ -7,46 +7,48 @@ so both describe a call the same way.
 from __future__ import annotations
 
 import difflib
-import html
 import json
 from datetime import datetime
 from typing import Any
 
 from ..changes import ChangeKind, ChangeSet, relative_path
-from ..display_safe import visible
+from ..display_safe import visible, visible_html
 from ..hooks.decision import Decision, ToolCall, Verdict
+from ..hooks.policies import decided_by_person
 from .diff_sections import file_diffs
 
 MESSAGE_DIFF_LINES = 40
 ARG_PREVIEW_CHARS = 60
 
 
-def summarise(call: ToolCall) -> str:
-    """``edit_file src/a.py (modify) +3 −1`` or the command, for headings and records."""
+def summary_text(call: ToolCall) -> str:
+    """``edit_file src/a.py (modify) +3 −1`` or the command, as it is: mark it to show it."""
     changeset = call.changeset
     if changeset is not None:
         # Counted from the diff the pipeline already made: diffing again can take seconds.
         sections = file_diffs(changeset, call.diff or None)
-        files = visible(
-            ", ".join(
-                f"{relative_path(c.path, changeset.root)} → {relative_path(c.dest, changeset.root)}"
-                if c.dest is not None
-                else f"{relative_path(c.path, changeset.root)} ({c.kind.value})"
-                for c in changeset.changes
-            )
+        files = ", ".join(
+            f"{relative_path(c.path, changeset.root)} → {relative_path(c.dest, changeset.root)}"
+            if c.dest is not None
+            else f"{relative_path(c.path, changeset.root)} ({c.kind.value})"
+            for c in changeset.changes
         )
         added = sum(s.added for s in sections)
         removed = sum(s.removed for s in sections)
         return f"{call.tool} {files} +{added} −{removed}"
     if call.tool == "run_command":
         # The whole command, never a preview: what a person approves is what runs.
-        return f"run_command $ {visible(str(call.args.get('command', '')))}"
+        return f"run_command $ {call.args.get('command', '')}"
     if call.tool == "exec_command":
-        return f"exec_command $ {visible(str(call.args.get('cmd', '')))}"
+        return f"exec_command $ {call.args.get('cmd', '')}"
     if call.tool == "write_stdin":
-        typed = visible(str(call.args.get("chars", "")))
-        return f"write_stdin session {visible(str(call.args.get('session_id')))} ⌨ {typed}"
-    return f"{call.tool} {_preview(json.dumps(call.args, ensure_ascii=False, default=str))}"
+        return f"write_stdin session {call.args.get('session_id')} ⌨ {call.args.get('chars', '')}"
+    return f"{call.tool} {_cut(json.dumps(call.args, ensure_ascii=False, default=str))}"
+
+
+def summarise(call: ToolCall) -> str:
+    """The summary for plain text (records, logs): one line, hidden characters marked."""
+    return visible(summary_text(call))
 
 
 def editable_texts(changeset: ChangeSet) -> dict[str, str]:
@@ -93,29 +95,36 @@ def argument_change_message(old: dict[str, Any], new: dict[str, Any]) -> str:
 
 
 def record_html(call: ToolCall, summary: str, decision: Decision, how: str = "") -> str:
-    """The one line that stays once a call is decided: what, who, when."""
+    """The one line that stays once a call is decided: what, who, when.
+
+    ``summary`` is ``summary_text(call)``; every text in the line is marked here.
+    """
     label = {
-        Verdict.PROCEED: "✅ Approved",
+        Verdict.PROCEED: "✅ Approved" if decided_by_person(decision.decided_by) else "✅ Allowed",
         Verdict.MODIFY: "✏️ Modified",
         Verdict.DENY: "⛔ Denied",
         Verdict.ALTERNATIVE_RESPONSE: "↩️ Answered",
     }[decision.verdict]
     when = datetime.now().strftime("%H:%M:%S")
     reason = f": {decision.message}" if decision.verdict is Verdict.DENY else ""
-    extra = f" ({how})" if how else ""
+    extra = f" ({visible_html(how)})" if how else ""
     return (
         f'<div style="font-family: var(--jp-ui-font-family); '
         f'color: var(--jp-ui-font-color1)"><b>{label}</b>{extra} by '
-        f"{html.escape(decision.decided_by or 'unknown')} at {when} · "
-        f"<code>{html.escape(summary)}</code>{html.escape(_first_line(reason))}</div>"
+        f"{visible_html(decision.decided_by or 'unknown')} at {when} · "
+        f"<code>{visible_html(summary)}</code>{visible_html(_first_line(reason))}</div>"
     )
 
 
 def _preview(text: str) -> str:
+    return visible(_cut(text))
+
+
+def _cut(text: str) -> str:
     first = text.splitlines()[0] if text else ""
     if len(first) <= ARG_PREVIEW_CHARS and first == text:
-        return visible(first)
-    return f"{visible(first[:ARG_PREVIEW_CHARS])}… ({len(text)} chars)"
+        return first
+    return f"{first[:ARG_PREVIEW_CHARS]}… ({len(text)} chars)"
 
 
 def _first_line(text: str) -> str:

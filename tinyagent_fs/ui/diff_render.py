@@ -9,7 +9,8 @@ Rendering is bounded: at most ``max_lines`` diff lines become HTML and the
 result says how many were left out, so the widget can offer "show all" instead
 of pushing a 10,000-line table into the page. Syntax colouring lexes each
 file's old and new text once (a multi-line string stays a string on every line)
-and is skipped for files above ``highlight_max_bytes``.
+and is skipped for files above ``highlight_max_bytes``. Every piece of text is
+escaped and its hidden characters marked after lexing the real text.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from pygments.token import STANDARD_TYPES, Token, _TokenType
 from pygments.util import ClassNotFound
 
 from ..changes import ChangeSet, FileChange, display_text, relative_path
+from ..display_safe import marked_html, visible_html
 from ..text import split_lines
 from .diff_sections import DiffLine, FileDiff, file_diffs
 
@@ -160,19 +162,19 @@ class ColouredLines:
         try:
             lexer = get_lexer_for_filename(filename, stripnl=False, ensurenl=False)
         except ClassNotFound:
-            self._done = [html.escape(line) for line in _plain_lines(text)]
+            self._done = [visible_html(line) for line in _plain_lines(text)]
             return
         self._tokens = iter(lexer.get_tokens(text))
 
     def line(self, number: int | None, fallback: str) -> str:
         """Line ``number`` (from 1), or ``fallback`` escaped when it cannot be coloured."""
         if number is None:
-            return html.escape(_clip(fallback))
+            return visible_html(_clip(fallback))
         while len(self._done) < number and self._tokens is not None:
             self._advance()
         if 1 <= number <= len(self._done):
             return self._done[number - 1]
-        return html.escape(_clip(fallback))
+        return visible_html(_clip(fallback))
 
     def _advance(self) -> None:
         assert self._tokens is not None
@@ -215,7 +217,7 @@ class _LineBuilder:
 
     def html(self) -> str:
         tail = f"… ({self.cut} more characters)" if self.cut else ""
-        return "".join(self.parts) + tail
+        return marked_html("".join(self.parts)) + tail
 
 
 def _css_class(token_type: _TokenType) -> str:
@@ -258,7 +260,7 @@ def _file_row(change: FileChange, section: FileDiff, root: Path) -> str:
     name = relative_path(change.path, root)
     if change.dest is not None:
         name += f" → {relative_path(change.dest, root)}"
-    label = f"{change.kind.value} {html.escape(name)}  +{section.added} −{section.removed}"
+    label = f"{change.kind.value} {visible_html(name)}  +{section.added} −{section.removed}"
     return f'<tr class="taf-file"><td colspan="{COLUMNS}">{label}</td></tr>'
 
 
@@ -273,7 +275,7 @@ def _unified_row(line: DiffLine, colour: _Highlighted) -> str:
         code = colour.new_line(line.new_no, line.text)
         return _row("", str(line.old_no), str(line.new_no), "", code)
     css = "taf-hunk" if line.kind == "hunk" else "taf-meta"
-    return _row(css, "", "", "", html.escape(_clip(line.text)))
+    return _row(css, "", "", "", visible_html(_clip(line.text)))
 
 
 def _row(css: str, old_no: str, new_no: str, sign: str, code: str) -> str:
@@ -314,7 +316,8 @@ def _paired_row(pair: Pair, colour: _Highlighted) -> str:
     old, new = pair
     if old is not None and old.kind in ("hunk", "meta"):
         css = "taf-hunk" if old.kind == "hunk" else "taf-meta"
-        return f'<tr class="{css}"><td colspan="{COLUMNS}">{html.escape(_clip(old.text))}</td></tr>'
+        text = visible_html(_clip(old.text))
+        return f'<tr class="{css}"><td colspan="{COLUMNS}">{text}</td></tr>'
     changed = old is None or new is None or old.kind != "context"
     empty = '<td class="taf-no"></td><td class="taf-code taf-empty"></td>'
     left = right = empty

@@ -26,10 +26,11 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from ..display_safe import visible
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.policies import NEVER_TRUSTED_TOOLS, POLICY_ENV, RiskBasedPolicy, policy_from_name
 from .approval_card import ApprovalCard, TrustChoice
-from .call_text import record_html, summarise
+from .call_text import record_html, summary_text
 from .config import FRONTEND_ENV, TinyAgentFS, load_settings
 from .diff_render import DIFF_CSS, render_changeset
 from .kernel_bridge import (
@@ -305,6 +306,8 @@ class JupyterHook:
     def _policy_note(self, call: ToolCall, side: KernelSide | None) -> str:
         if call.tool == "run_command" or call.risk is Risk.EXECUTE:
             note = "Policy risk-based: commands always ask and cannot be trusted for the session."
+        elif call.tool == "undo":
+            note = "Policy risk-based: undo always asks (it may delete files), never trusted."
         elif call.risk is Risk.DESTRUCTIVE or call.tool in NEVER_TRUSTED_TOOLS:
             note = "Policy risk-based: deletes always ask and cannot be trusted for the session."
         else:
@@ -323,16 +326,16 @@ class JupyterHook:
 
     def _show_decided(self, call: ToolCall, decision: Decision, mode: Mode) -> None:
         """Leave a record of a call nobody was asked about: what it did and who decided."""
-        summary = summarise(call)
-        verdict = "approved" if decision.verdict is not Verdict.DENY else "denied"
-        plain = f"{summary}: {verdict} by {decision.decided_by} ({mode.reason})"
+        summary = summary_text(call)
+        verdict = "allowed" if decision.verdict is not Verdict.DENY else "denied"
+        plain = visible(f"{summary}: {verdict} by {decision.decided_by} ({mode.reason})")
         rich = record_html(call, summary, decision, how=mode.reason)
         if call.diff:
             lines = call.diff.splitlines()
             shown = lines[:HEADLESS_DIFF_LINES]
             if len(lines) > len(shown):
                 shown.append(f"... ({len(lines) - len(shown)} more diff lines)")
-            plain += "\n" + "\n".join(shown)
+            plain += "\n" + visible("\n".join(shown), keep_newlines=True)
         if call.changeset is not None:
             rendered = render_changeset(
                 call.changeset,

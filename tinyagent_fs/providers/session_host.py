@@ -38,9 +38,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
-from ..providers import wire
+from ..ops.command import apply_rlimits, check_arguments, command_env, limit_lock, rlimits_for
 from ..sandbox import landlock_rules
-from .command import _apply_rlimits, _check_arguments, _command_env, _limit_lock, _rlimits
+from . import wire
 
 RING_BYTES = 256 * 1024
 """Unread terminal output a host keeps; older output is dropped and counted."""
@@ -70,7 +70,7 @@ def spawn(
 ) -> dict[str, Any]:
     """Start ``command`` (``bash -c``) on a new terminal; ``fd`` in the answer is the
     toolkit's end of the host's socket (the worker passes it on and closes it)."""
-    _check_arguments(command, workdir, 1.0, env, 64, 2)
+    check_arguments(command, workdir, 1.0, env, 64, 2)
     if scope and landlock_rules.scopes_for(landlock_rules.abi_version()) == 0:
         raise ToolError(
             ErrorCode.SANDBOX_UNAVAILABLE,
@@ -80,8 +80,8 @@ def spawn(
             details={"cause": "landlock_abi"},
         )
     sessions_live()
-    rlimits = _rlimits(limits or {})
-    lock = _limit_lock(rlimits) if rlimits else None
+    rlimits = rlimits_for(limits or {})
+    lock = limit_lock(rlimits) if rlimits else None
     try:
         master, slave = os.openpty()
     except OSError as exc:
@@ -94,7 +94,7 @@ def spawn(
     fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
     toolkit_end, host_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
-    child_env = {**_command_env(home or workdir, None), "TERM": "xterm-256color"}
+    child_env = {**command_env(home or workdir, None), "TERM": "xterm-256color"}
     child_env.update(env or {})
     pid = os.fork()
     if pid == 0:  # the host
@@ -177,7 +177,7 @@ def _exec_on_terminal(
                 signal.signal(signum, signal.SIG_DFL)
         rlimits, lock = limits
         if rlimits:
-            _apply_rlimits(rlimits, lock)
+            apply_rlimits(rlimits, lock)
         if scope:  # nested below the host's: the command cannot signal its host
             landlock_rules.scope_self()
         os.execve(argv[0], argv, env)
@@ -445,11 +445,11 @@ def host_here(fd: int) -> None:
     args = wire.recv_message(sock, time.monotonic() + 30)
     workdir = args["workdir"]
     env = args.get("env")
-    _check_arguments(args["command"], workdir, 1.0, env, 64, 2)
+    check_arguments(args["command"], workdir, 1.0, env, 64, 2)
     master, slave = os.openpty()
     fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", ROWS, COLS, 0, 0))
     shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
-    child_env = {**_command_env(args.get("home") or workdir, None), "TERM": "xterm-256color"}
+    child_env = {**command_env(args.get("home") or workdir, None), "TERM": "xterm-256color"}
     child_env.update(env or {})
     argv = [shell, "-c", args["command"]]
     idle_s, lifetime_s = args.get("idle_s", 1800.0), args.get("lifetime_s", 14400.0)

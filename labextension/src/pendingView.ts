@@ -1,0 +1,293 @@
+/**
+ * The Pending section at the top of the sidebar: one card per proposal with
+ * the same diff view as an audit event and the card's choices (Approve,
+ * Modify the proposed content, Deny with a reason, trust for the session).
+ *
+ * Cards are keyed by proposal id and kept across updates, so a reason being
+ * typed or content being edited survives other proposals coming and going.
+ * Everything the agent sent is shown as text (`textContent`), never as HTML.
+ */
+import { TranslationBundle } from '@jupyterlab/translation';
+
+import { renderDiff, visible } from './format';
+import { IAnswer, IProposal, PendingModel } from './pending';
+
+export class PendingSection {
+  constructor(options: { model: PendingModel; trans: TranslationBundle }) {
+    this._model = options.model;
+    this._trans = options.trans;
+    this.node.className = 'jp-TinyAgentFS-pending';
+    this.node.setAttribute('aria-label', this._trans.__('Pending approvals'));
+    this._heading.className = 'jp-TinyAgentFS-pendingHeading';
+    this._list.className = 'jp-TinyAgentFS-pendingList';
+    this.node.append(this._heading, this._list);
+    this._model.changed.connect(this._render, this);
+    this._render();
+  }
+
+  readonly node = document.createElement('section');
+
+  dispose(): void {
+    this._model.changed.disconnect(this._render, this);
+  }
+
+  private _render(): void {
+    const proposals = this._model.proposals;
+    this.node.hidden = proposals.length === 0 && !this._model.error;
+    this._heading.textContent = this._trans._n(
+      'Pending: %1 change waits for you',
+      'Pending: %1 changes wait for you',
+      proposals.length
+    );
+    const keep = new Set(proposals.map(p => p.id));
+    for (const [id, card] of this._cards) {
+      if (!keep.has(id)) {
+        card.remove();
+        this._cards.delete(id);
+      }
+    }
+    for (const proposal of proposals) {
+      let card = this._cards.get(proposal.id);
+      if (!card) {
+        card = this._card(proposal);
+        this._cards.set(proposal.id, card);
+      }
+      this._list.append(card); // oldest first, in the order the server lists
+    }
+  }
+
+  private _card(proposal: IProposal): HTMLElement {
+    const trans = this._trans;
+    const card = document.createElement('article');
+    card.className = 'jp-TinyAgentFS-pendingRow';
+    card.dataset.approvalId = proposal.id;
+    card.dataset.tool = proposal.tool;
+
+    const title = document.createElement('h3');
+    title.textContent = visible(
+      `${proposal.tool} ${proposal.paths.join(', ')}`.trim()
+    );
+    const meta = document.createElement('p');
+    meta.className = 'jp-TinyAgentFS-pendingMeta';
+    meta.textContent = visible(
+      trans.__(
+        '%1 · session %2 · %3',
+        proposal.origin || trans.__('an agent'),
+        proposal.session_id.slice(0, 12),
+        proposal.risk
+      )
+    );
+    meta.title = visible(`${proposal.root}\n${proposal.asked_by}`, true);
+    const parts: HTMLElement[] = [title, meta];
+    if (proposal.diff) {
+      parts.push(renderDiff(proposal.diff, trans.__('Proposed change')));
+    } else {
+      const args = document.createElement('pre');
+      args.className = 'jp-TinyAgentFS-pendingArgs';
+      args.textContent = visible(JSON.stringify(proposal.args, null, 2), true);
+      parts.push(args);
+    }
+    const trust = this._trust(proposal);
+    if (trust) {
+      parts.push(trust.node);
+    }
+    const error = document.createElement('p');
+    error.className = 'jp-TinyAgentFS-error';
+    error.hidden = true;
+    const panel = document.createElement('div');
+    panel.className = 'jp-TinyAgentFS-pendingPanel';
+    const send = async (answer: IAnswer): Promise<void> => {
+      card.classList.add('jp-mod-sending');
+      card
+        .querySelectorAll('button')
+        .forEach(button => (button.disabled = true));
+      try {
+        await this._model.answer(proposal, {
+          ...answer,
+          trust: trust?.value() ?? { tool: false, paths: [] }
+        });
+      } catch (reason) {
+        error.textContent = trans.__('Not sent: %1', String(reason));
+        error.hidden = false;
+        card.classList.remove('jp-mod-sending');
+        card
+          .querySelectorAll('button')
+          .forEach(button => (button.disabled = false));
+      }
+    };
+    const buttons = document.createElement('div');
+    buttons.className = 'jp-TinyAgentFS-pendingButtons';
+    buttons.append(
+      this._button(
+        'approve',
+        trans.__('Approve'),
+        'jp-TinyAgentFS-approve',
+        () => send({ verdict: 'proceed' })
+      ),
+      this._button('modify', trans.__('Modify'), 'jp-TinyAgentFS-modify', () =>
+        panel.replaceChildren(...this._editor(proposal, send, panel))
+      ),
+      this._button('deny', trans.__('Deny'), 'jp-TinyAgentFS-deny', () =>
+        panel.replaceChildren(...this._reason(send, panel))
+      )
+    );
+    parts.push(buttons, panel, error);
+    card.append(...parts);
+    return card;
+  }
+
+  private _trust(
+    proposal: IProposal
+  ): { node: HTMLElement; value: () => IAnswer['trust'] } | null {
+    if (!proposal.can_trust) {
+      return null;
+    }
+    const trans = this._trans;
+    const node = document.createElement('div');
+    node.className = 'jp-TinyAgentFS-pendingTrust';
+    const box = (label: string, name: string): HTMLInputElement => {
+      const wrapper = document.createElement('label');
+      const input = document.createElement('input');
+      input.type = 'checkbox';
+      input.dataset.trust = name;
+      wrapper.append(input, document.createTextNode(' ' + visible(label)));
+      node.append(wrapper);
+      return input;
+    };
+    const paths = proposal.paths.length
+      ? box(
+          trans.__('Trust %1 for this session', proposal.paths.join(', ')),
+          'paths'
+        )
+      : null;
+    const tool = box(
+      trans.__('Trust every %1 call for this session', proposal.tool),
+      'tool'
+    );
+    return {
+      node,
+      value: () => ({
+        tool: tool.checked,
+        paths: paths?.checked ? [...proposal.paths] : []
+      })
+    };
+  }
+
+  private _editor(
+    proposal: IProposal,
+    send: (answer: IAnswer) => Promise<void>,
+    panel: HTMLElement
+  ): HTMLElement[] {
+    const trans = this._trans;
+    const fields: { path: string; area: HTMLTextAreaElement }[] = [];
+    const nodes: HTMLElement[] = [];
+    const files = proposal.editable.length
+      ? proposal.editable
+      : [
+          {
+            path: '',
+            text: JSON.stringify(proposal.args, null, 2)
+          }
+        ];
+    for (const file of files) {
+      const label = document.createElement('label');
+      label.className = 'jp-TinyAgentFS-pendingEditLabel';
+      label.textContent = file.path
+        ? visible(file.path)
+        : trans.__('Arguments (JSON)');
+      const area = document.createElement('textarea');
+      area.className = 'jp-mod-styled jp-TinyAgentFS-pendingEdit';
+      area.dataset.path = file.path;
+      area.value = file.text;
+      area.rows = Math.min(20, Math.max(4, file.text.split('\n').length + 1));
+      area.spellcheck = false;
+      label.append(area);
+      fields.push({ path: file.path, area });
+      nodes.push(label);
+    }
+    const apply = this._button(
+      'confirm-modify',
+      trans.__('Apply my version'),
+      'jp-TinyAgentFS-modify',
+      () => {
+        if (!proposal.editable.length) {
+          let args: Record<string, unknown>;
+          try {
+            args = JSON.parse(fields[0].area.value);
+          } catch (reason) {
+            fields[0].area.setCustomValidity(String(reason));
+            fields[0].area.reportValidity();
+            return;
+          }
+          void send({ verdict: 'modify', args });
+          return;
+        }
+        const content: Record<string, string> = {};
+        for (const field of fields) {
+          content[field.path] = field.area.value;
+        }
+        void send({ verdict: 'modify', content });
+      }
+    );
+    return [...nodes, this._row(apply, this._cancel(panel))];
+  }
+
+  private _reason(
+    send: (answer: IAnswer) => Promise<void>,
+    panel: HTMLElement
+  ): HTMLElement[] {
+    const trans = this._trans;
+    const input = document.createElement('input');
+    input.type = 'text';
+    input.className = 'jp-mod-styled jp-TinyAgentFS-pendingReason';
+    input.placeholder = trans.__('optional: why, so the model can do better');
+    input.setAttribute('aria-label', trans.__('Reason'));
+    const deny = this._button(
+      'confirm-deny',
+      trans.__('Deny'),
+      'jp-TinyAgentFS-deny',
+      () => void send({ verdict: 'deny', reason: input.value })
+    );
+    input.addEventListener('keydown', event => {
+      if (event.key === 'Enter') {
+        deny.click();
+      }
+    });
+    window.setTimeout(() => input.focus(), 0);
+    return [input, this._row(deny, this._cancel(panel))];
+  }
+
+  private _cancel(panel: HTMLElement): HTMLButtonElement {
+    return this._button('cancel', this._trans.__('Cancel'), '', () =>
+      panel.replaceChildren()
+    );
+  }
+
+  private _row(...children: HTMLElement[]): HTMLElement {
+    const row = document.createElement('div');
+    row.className = 'jp-TinyAgentFS-pendingButtons';
+    row.append(...children);
+    return row;
+  }
+
+  private _button(
+    action: string,
+    label: string,
+    mod: string,
+    onClick: () => void
+  ): HTMLButtonElement {
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = `jp-mod-styled jp-TinyAgentFS-pendingButton ${mod}`;
+    button.dataset.action = action;
+    button.textContent = label;
+    button.addEventListener('click', onClick);
+    return button;
+  }
+
+  private _model: PendingModel;
+  private _trans: TranslationBundle;
+  private _heading = document.createElement('h2');
+  private _list = document.createElement('div');
+  private _cards = new Map<string, HTMLElement>();
+}
