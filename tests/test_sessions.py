@@ -136,6 +136,43 @@ async def test_a_session_cannot_signal_another_sessions_processes(fs: FileTools)
     assert still.data["running"]
 
 
+async def terminal_of(fs: FileTools, session_id: str) -> str:
+    """The device path of a session's terminal, as its own shell names it."""
+    shown = await fs.write_stdin(session_id, "tty\n", yield_time_ms=500)
+    (path,) = [line.strip() for line in shown.data["output"].splitlines() if "/dev/pts/" in line]
+    return path
+
+
+async def test_a_session_cannot_open_another_sessions_terminal(fs: FileTools) -> None:
+    victim = await fs.exec_command("bash --norc -i", yield_time_ms=500)
+    victim_id = victim.data["session_id"]
+    pts = await terminal_of(fs, victim_id)
+    probe = await fs.exec_command(
+        f"echo FAKE > {pts}; echo write=$?; head -c1 {pts} </dev/null; echo read=$?;"
+        f" stty -F {pts} -echo intr a; echo stty=$?; echo mine > /dev/tty; echo own=$?",
+        yield_time_ms=2000,
+    )
+    out = probe.data["output"]
+    assert "write=1" in out and "read=1" in out and "stty=1" in out, out
+    assert "mine" in out and "own=0" in out, out  # its own terminal still works
+    typed = await fs.write_stdin(victim_id, "echo secret-typed-$((6*7))\n", yield_time_ms=500)
+    assert "secret-typed-42" in typed.data["output"], "the victim lost what was typed"
+    assert "FAKE" not in typed.data["output"]
+
+
+async def test_run_command_beside_a_session_cannot_open_its_terminal(fs: FileTools) -> None:
+    session = await fs.exec_command("bash --norc -i", yield_time_ms=500)
+    pts = await terminal_of(fs, session.data["session_id"])
+    ran = await fs.run_command(
+        f"echo FAKE > {pts}; echo write=$?; stty -F {pts}; echo stty=$?; : </dev/tty; echo tty=$?"
+    )
+    out = ran.data["stdout"]
+    assert "write=1" in out and "stty=1" in out and "tty=1" in out, ran.text
+    assert "No such device or address" in ran.data["stderr"], "a command has no terminal"
+    shown = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=200)
+    assert "FAKE" not in shown.data["output"]
+
+
 async def test_run_command_beside_a_session_leaves_it_running_and_cleans_its_own(
     fs: FileTools, project: Path
 ) -> None:

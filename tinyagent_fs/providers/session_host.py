@@ -4,8 +4,9 @@ In the sandbox worker, :func:`spawn` opens a terminal from the worker's private
 devpts and forks a *session host*, which inherits every wall of the worker. The
 host makes itself a child subreaper (whatever the session starts stays below it,
 ``setsid`` or not), forks the command on the terminal's slave in a Landlock
-domain of its own (``landlock_rules.scope_self``: it cannot signal or read the
-memory of any process outside it, another session's included) with the limits
+domain of its own (``landlock_rules.scope_apart``: it cannot signal or read the
+memory of any process outside it, another session's included, nor open any
+terminal but its own) with the limits
 of ``run_command``, and then serves the toolkit directly over a socketpair
 whose other end the worker passes on (SCM_RIGHTS), so the worker stays free for
 other calls while a session waits.
@@ -42,6 +43,8 @@ from ..ops.command import apply_rlimits, check_arguments, command_env, limit_loc
 from ..sandbox import landlock_rules
 from . import wire
 
+TIOCGPTN = 0x80045430
+"""_IOR('T', 0x30, unsigned int): a pseudo-terminal's number (not in ``termios``)."""
 RING_BYTES = 256 * 1024
 """Unread terminal output a host keeps; older output is dropped and counted."""
 READ_CHUNK = 65536
@@ -162,6 +165,7 @@ def _exec_on_terminal(
     sock_fd: int,
 ) -> None:
     try:
+        terminal = _terminal_path(master)
         os.close(master)
         os.close(sock_fd)
         os.setsid()
@@ -178,8 +182,8 @@ def _exec_on_terminal(
         rlimits, lock = limits
         if rlimits:
             apply_rlimits(rlimits, lock)
-        if scope:  # nested below the host's: the command cannot signal its host
-            landlock_rules.scope_self()
+        if scope:  # nested below the host's: no signal to its host, no other terminal
+            landlock_rules.scope_apart(terminal)
         os.execve(argv[0], argv, env)
     except BaseException as exc:
         with contextlib.suppress(OSError):
@@ -388,7 +392,7 @@ def apart(respond: Callable[[], dict[str, Any]]) -> dict[str, Any] | None:
     if pid == 0:
         try:
             worker_end.close()
-            landlock_rules.scope_self()
+            landlock_rules.scope_apart(None)  # and no session's terminal
             _prctl(PR_SET_CHILD_SUBREAPER, 1)
             response = respond()
             _end_domain(True, 0)
@@ -419,6 +423,12 @@ def sessions_live() -> bool:
         if done:
             HOSTS.discard(pid)
     return bool(HOSTS)
+
+
+def _terminal_path(master: int) -> str:
+    """The path of ``master``'s terminal, from its number (``/proc`` may be out of reach)."""
+    (number,) = struct.unpack("I", fcntl.ioctl(master, TIOCGPTN, b"\0" * 4))
+    return f"{landlock_rules.TERMINALS}/{number}"
 
 
 def _close_all_but(*keep: int) -> None:

@@ -59,6 +59,8 @@ SPECIAL_FILES = MAKE_FIFO | MAKE_SOCK
 """Granted in scratch space only: a FIFO planted where the toolkit (or ripgrep, which
 reads every ``.gitignore`` it meets) expects a file would block whoever opens it."""
 DEVICE_RW_RIGHTS = READ_FILE | WRITE_FILE | TRUNCATE | IOCTL_DEV
+TERMINALS = "/dev/pts"
+"""The worker's private devpts: every session's terminal lives here."""
 
 
 def fs_rights_for(abi: int) -> int:
@@ -142,7 +144,9 @@ class LandlockRules:
     writable: tuple[str, ...]
     readable: tuple[str, ...]
     scratch: tuple[str, ...] = ()
-    devices: tuple[str, ...] = ("/dev/null", "/dev/pts")
+    devices: tuple[str, ...] = ("/dev/null", "/dev/tty", "/dev/pts")
+    """``/dev/tty`` is the opener's own terminal: a session's, and none for a command
+    (the worker has no controlling terminal: ENXIO)."""
     read_only_devices: tuple[str, ...] = ("/dev/urandom", "/dev/random", "/dev/zero")
 
 
@@ -197,7 +201,13 @@ def restrict_self(rules: LandlockRules) -> LandlockStatus:
         _syscall(SYS_RESTRICT_SELF, ctypes.c_int(ruleset_fd), ctypes.c_uint32(0))
     finally:
         os.close(ruleset_fd)
+    global _applied
+    _applied = rules
     return LandlockStatus(abi, handled_fs, attr.handled_access_net, attr.scoped, tuple(skipped))
+
+
+_applied: LandlockRules | None = None
+"""The rules this process confined itself with (inherited by its forks)."""
 
 
 def scope_self() -> int:
@@ -210,17 +220,71 @@ def scope_self() -> int:
     if abi < 1:
         raise OSError(0, "Landlock is not available in this kernel")
     scoped = scopes_for(abi)
-    attr = _RulesetAttr(0 if scoped else MAKE_BLOCK, 0, scoped)
+    _restrict(_RulesetAttr(0 if scoped else MAKE_BLOCK, 0, scoped), abi, [])
+    return scoped
+
+
+def scope_apart(own_terminal: str | None) -> int:
+    """``scope_self`` that also cuts the process off every terminal but ``own_terminal``.
+
+    Sessions share the worker's devpts, and a terminal device is a door into its
+    session: writing to it shows text there, reading it takes what a person types,
+    its settings (``stty -F``) turn typed keys into signals. Scopes do not cover
+    that, so this domain handles reading, writing, truncating and ioctls of files
+    and grants them wherever the worker's own rules grant anything, except beneath
+    ``TERMINALS``; ``own_terminal`` (a session's) is granted alone. A process that
+    was not confined by ``restrict_self`` cannot be cut off this way and is refused.
+    """
+    abi = abi_version()
+    if _applied is None or abi < 6:
+        raise OSError(0, "no Landlock confinement to keep terminals apart in")
+    rules = _applied
+    granted = [
+        path
+        for path in (
+            *rules.writable,
+            *rules.scratch,
+            *rules.readable,
+            *rules.devices,
+            *rules.read_only_devices,
+        )
+        if not _reaches(path, TERMINALS)
+    ]
+    if own_terminal is not None:
+        if os.path.dirname(own_terminal) != TERMINALS:
+            raise OSError(0, f"{own_terminal!r} is not a session terminal")
+        granted.append(own_terminal)
+    scoped = scopes_for(abi)
+    handled = DEVICE_RW_RIGHTS & fs_rights_for(abi)  # a terminal's text both ways, its settings
+    _restrict(_RulesetAttr(handled, 0, scoped), abi, [(path, handled) for path in granted])
+    return scoped
+
+
+def _reaches(path: str, target: str) -> bool:
+    """Whether a rule on ``path`` would cover ``target`` (or anything beneath it)."""
+    path = path.rstrip("/") or "/"
+    return (
+        path == "/"
+        or target == path
+        or target.startswith(path + "/")
+        or (path.startswith(target + "/"))
+    )
+
+
+def _restrict(attr: _RulesetAttr, abi: int, grants: list[tuple[str, int]]) -> None:
+    """Create a ruleset from ``attr`` and ``grants`` and enter it; a grant on a path
+    that exists but cannot be added fails it all (a missing path grants nothing)."""
     attr_size = 8 if abi < 4 else 16 if abi < 6 else 24
     ruleset_fd = _syscall(
         SYS_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(attr_size), ctypes.c_uint32(0)
     )
     try:
+        for path, rights in grants:
+            _add_path_rule(ruleset_fd, path, rights)
         set_no_new_privs()
         _syscall(SYS_RESTRICT_SELF, ctypes.c_int(ruleset_fd), ctypes.c_uint32(0))
     finally:
         os.close(ruleset_fd)
-    return scoped
 
 
 def _add_path_rule(ruleset_fd: int, path: str, rights: int) -> bool:
