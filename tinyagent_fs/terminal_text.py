@@ -138,7 +138,8 @@ class TerminalText:
             line[self._col : end] = " " * (end - self._col)
         elif final == "P":
             del line[self._col : self._col + count]
-        elif final == "@" and self._col < len(line):
-            line[self._col : self._col] = " " * count
+        elif final == "@" and self._col < len(line):  # the line stays within its bound
+            line[self._col : self._col] = " " * min(count, MAX_LINE_CHARS - self._col)
+            del line[MAX_LINE_CHARS:]
         elif final == "J" and numbers[0] in (2, 3):
             line.clear()
