@@ -290,6 +290,30 @@ async def test_review_asks_for_the_command_and_typed_text_and_audits_them(
     assert events[1]["bytes_read"] > 0, "each output's size is audited"
 
 
+async def test_trust_in_one_session_never_reaches_another_toolkits(project: Path) -> None:
+    asked: list[str] = []
+
+    class Person:
+        def before_tool_execution(self, call):
+            asked.append(call.tool)
+            return Decision.proceed("person")
+
+    policy = RiskBasedPolicy(approver=Person())
+    ids = []
+    for _ in range(2):  # one policy shared by two toolkits in turn, as after a restart
+        provider = LinuxSandboxProvider(project, SandboxPolicy())
+        fs = FileTools(project, provider=provider, hooks=[policy], audit=False)
+        try:
+            started = await fs.exec_command("cat", yield_time_ms=100)
+            ids.append(started.data["session_id"])
+            policy.trust_session(ids[0])
+            await fs.write_stdin(ids[-1], "typed\n", yield_time_ms=100)
+        finally:
+            await fs.close()
+    assert ids[0] != ids[1]
+    assert asked == ["exec_command", "exec_command", "write_stdin"], asked
+
+
 async def test_policy_denial_runs_nothing(project: Path) -> None:
     class Person:
         def before_tool_execution(self, call):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import secrets
 import socket
 import threading
 import time
@@ -100,7 +101,11 @@ class Session:
 
 
 class SessionTable:
-    """The sessions of one provider, numbered from 1, at most ``max_sessions`` live."""
+    """The sessions of one provider, at most ``max_sessions`` live.
+
+    An id is a number from 1 with a random tag (``"1-9f3a2b7c"``): a policy that
+    trusts a session by its id (``trust_session``) may be shared by toolkits, or
+    outlive one, and must never meet the same id for another session."""
 
     def __init__(self, max_sessions: int) -> None:
         self.max_sessions = max_sessions
@@ -125,7 +130,8 @@ class SessionTable:
         self, command: str, sock: socket.socket, worker_pid: int | None, before: Any
     ) -> Session:
         with self._lock:
-            session = Session(str(next(self._numbers)), command, sock, worker_pid, before)
+            number = f"{next(self._numbers)}-{secrets.token_hex(4)}"
+            session = Session(number, command, sock, worker_pid, before)
             self._sessions[session.id] = session
         for watcher in list(self.watchers):
             watcher(session)
