@@ -27,6 +27,7 @@ from tinyagent_fs.hooks.policies import RiskBasedPolicy, decided_by_person
 from tinyagent_fs.hooks.terminal import TerminalHook
 from tinyagent_fs.ui import AuditTable, JupyterHook
 from tinyagent_fs.ui import jupyter as jupyter_ui
+from tinyagent_fs.ui.call_text import summary_text
 from tinyagent_fs.ui.diff_render import render_changeset
 
 from .card_support import from_page, to_page
@@ -168,6 +169,22 @@ def test_record_after_a_decision_marks_name_and_reason(tmp_path: Path) -> None:
     card = card_for(hostile_call(tmp_path))
     from_page(card, "deny", reason="looks \x1b[2Kfine\u202e")
     assert_marked_html(card.widget.record, ["\u202e", "\u200b", "\x1b"])
+
+
+@pytest.mark.parametrize(
+    ("tool", "argument"), [("exec_command", "cmd"), ("run_command", "command")]
+)
+def test_a_command_is_shown_for_review_with_its_whole_environment(tool: str, argument: str) -> None:
+    code = "() { echo PWNED > pwned.txt; command ls; }"
+    env = {"LC_PAPER": "en_US.UTF-8" + " " * 60, "BASH_FUNC_ls%%": code}
+    call = ToolCall(tool, {argument: "ls", "env": env}, Risk.EXECUTE)
+    expected = f"LC_PAPER='en_US.UTF-8{' ' * 60}' BASH_FUNC_ls%%='{code}' ls"
+    shown = io.StringIO()
+    TerminalHook(io.StringIO("n\n"), shown).before_tool_execution(call)
+    assert f"$ {expected}" in shown.getvalue()
+    assert summary_text(call) == f"{tool} $ {expected}"
+    card = card_for(call)
+    assert html.escape(code, quote=False) in card.widget.details
 
 
 def test_command_arguments_are_marked_in_the_card() -> None:

@@ -371,7 +371,7 @@ async def test_the_terminal_prompt_shows_the_command_and_typed_control_character
     finally:
         await fs.close()
     text = shown.getvalue()
-    assert "cmd: cat # ⟨U+001B⟩[2J" in text
+    assert "$ cat # ⟨U+001B⟩[2J" in text
     assert "chars: ⟨U+0003⟩" in text
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -99,6 +100,27 @@ class ToolCall:
     @property
     def mutating(self) -> bool:
         return self.risk is not Risk.READ
+
+    @property
+    def command_line(self) -> str | None:
+        """The command this call runs as a shell would show it, its environment first
+        (``NAME='value' ... command``); None for a call that runs no command.
+
+        Shown whole wherever a person approves a command: a variable can carry code
+        (``BASH_FUNC_ls%%``, ``LD_PRELOAD``) as well as the command can."""
+        name = COMMAND_ARGUMENTS.get(self.tool)
+        if name is None:
+            return None
+        env = self.args.get("env") or {}
+        if isinstance(env, dict):
+            prefix = "".join(f"{key}={shlex.quote(str(value))} " for key, value in env.items())
+        else:
+            prefix = f"env={env!r} "
+        return prefix + str(self.args.get(name, ""))
+
+
+COMMAND_ARGUMENTS = {"run_command": "command", "exec_command": "cmd"}
+"""The tools that run a command, and the argument that holds it."""
 
 
 @runtime_checkable

@@ -23,11 +23,9 @@ from typing import Any, TextIO
 
 from ..changes import ChangeKind, ChangeSet, FileChange, relative_path
 from ..display_safe import visible
-from .decision import Decision, NoAnswer, Risk, ToolCall
+from .decision import COMMAND_ARGUMENTS, Decision, NoAnswer, Risk, ToolCall
 
 DECIDED_BY = "terminal"
-WHOLE_ARGUMENTS = {"run_command": "command", "exec_command": "cmd", "write_stdin": "chars"}
-"""Shown whole, never previewed: what a person approves is what runs or is typed."""
 READS_PASS = "terminal (reads pass unasked)"
 CHANGE_PROMPT = "Apply this change? [y]es / [n]o / [e]dit: "
 CALL_PROMPT = "Run this call? [y]es / [n]o / [e]dit: "
@@ -240,15 +238,19 @@ class TerminalHook:
     def _show(self, call: ToolCall) -> None:
         paint = self._painter()
         lines = [paint(visible(call.tool), _BOLD) + f"  ({call.risk.value})"]
-        whole = WHOLE_ARGUMENTS.get(call.tool)
-        if whole is not None:
-            # The whole command (or typed text), every control character made
-            # visible: what a person approves is what runs.
-            lines.append(f"  {whole}: {visible(str(call.args.get(whole, '')))}")
+        # The whole command with its environment (or the typed text), every control
+        # character made visible: what a person approves is what runs.
+        whole: tuple[str, ...] = ()
+        if call.command_line is not None:
+            lines.append(f"  $ {visible(call.command_line)}")
+            whole = (COMMAND_ARGUMENTS[call.tool], "env")
+        elif call.tool == "write_stdin":
+            lines.append(f"  chars: {visible(str(call.args.get('chars', '')))}")
+            whole = ("chars",)
         lines.extend(
             f"  {visible(key)}: {_preview(value)}"
             for key, value in call.args.items()
-            if key != whole
+            if key not in whole
         )
         out = "\n".join(lines) + "\n"
         if call.changeset is not None:

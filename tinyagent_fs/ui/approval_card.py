@@ -257,8 +257,8 @@ def _arguments_html(call: ToolCall) -> str:
         "color: var(--jp-content-font-color1); padding: 4px 8px; white-space: pre-wrap; "
         "border: 1px solid var(--jp-border-color2); margin: 2px 0"
     )
-    if call.tool == "run_command":
-        command = str(call.args.get("command", ""))
+    if call.command_line is not None:
+        command = call.command_line
         workdir = str(call.args.get("workdir") or ".")
         timeout = call.args.get("timeout_s")
         rows = [f"<div>Working directory: <code>{visible_html(workdir)}</code> (in the project)"]

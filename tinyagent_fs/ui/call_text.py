@@ -36,11 +36,10 @@ def summary_text(call: ToolCall) -> str:
         added = sum(s.added for s in sections)
         removed = sum(s.removed for s in sections)
         return f"{call.tool} {files} +{added} −{removed}"
-    if call.tool == "run_command":
-        # The whole command, never a preview: what a person approves is what runs.
-        return f"run_command $ {call.args.get('command', '')}"
-    if call.tool == "exec_command":
-        return f"exec_command $ {call.args.get('cmd', '')}"
+    if call.command_line is not None:
+        # The whole command and its environment, never a preview: what a person
+        # approves is what runs.
+        return f"{call.tool} $ {call.command_line}"
     if call.tool == "write_stdin":
         return f"write_stdin session {call.args.get('session_id')} ⌨ {call.args.get('chars', '')}"
     return f"{call.tool} {_cut(json.dumps(call.args, ensure_ascii=False, default=str))}"
