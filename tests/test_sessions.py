@@ -173,6 +173,22 @@ async def test_run_command_beside_a_session_cannot_open_its_terminal(fs: FileToo
     assert "FAKE" not in shown.data["output"]
 
 
+async def test_a_secret_added_while_a_session_runs_never_reaches_the_model(
+    fs: FileTools, project: Path
+) -> None:
+    shell = await fs.exec_command("bash --norc -i", yield_time_ms=500)
+    other = await fs.exec_command("cat", yield_time_ms=100)
+    (project / "deploy.pem").write_text("person-secret-9999\n")  # the person, meanwhile
+    read = await fs.write_stdin(shell.data["session_id"], "cat deploy.pem\n", yield_time_ms=500)
+    assert read.ok, read.text
+    assert "person-secret-9999" not in read.text
+    assert read.data["ended"] == "secrets_changed" and "withheld" in read.text
+    after = await fs.write_stdin(other.data["session_id"], "", yield_time_ms=50)
+    assert after.data["ended"] == "secrets_changed", "every session in that sandbox ends"
+    again = await fs.exec_command("cat deploy.pem", yield_time_ms=1000)
+    assert "person-secret-9999" not in again.text and again.data["exit_code"] != 0
+
+
 async def test_run_command_beside_a_session_leaves_it_running_and_cleans_its_own(
     fs: FileTools, project: Path
 ) -> None:

@@ -557,10 +557,34 @@ class LinuxSandboxProvider(Provider):
         self._collect_ended()
         with session.lock:
             sessions.exchange(session, data, yield_ms)
+        if session.live and not self._masks_still_hold(session):
+            self._end_for_secrets()
         if not session.live:
             self._settle_session(session)
         with session.lock:
             return read(session)
+
+    def _masks_still_hold(self, session: sessions.Session) -> bool:
+        """Whether the worker's masks are still the plan: a secret the person added (or
+        a pattern) since the session started is not masked in its view, and whatever
+        the session printed may hold it. Checked after the output is taken and before
+        the model reads it."""
+        if session.worker_pid != self.worker_pid:
+            return True  # that worker is gone, and the session with it
+        plan = self._plan_masks()
+        return plan.refusal is None and plan.key() == self._worker_plan
+
+    def _end_for_secrets(self) -> None:
+        """End the worker and every session in it, their unread output withheld."""
+        with self._lock:
+            for session in self.sessions.live():
+                with session.lock:
+                    session.unread.clear()
+                    session.lost("secrets_changed")
+            self._slot.stop()
+            for session in self.sessions.unsettled():
+                self._settle_unlocked(session)
+            self.sessions.forget_settled()
 
     def _close_session(self, session: sessions.Session) -> None:
         with session.lock:
