@@ -12,6 +12,7 @@ from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from tinyagent_fs.ui.session_view import LiveSessionView
 
 from .sandbox_support import require_sandbox
+from .test_hidden_characters import html_text
 
 pytestmark = require_sandbox()
 
@@ -24,7 +25,8 @@ async def test_the_view_follows_a_session_live_and_the_model_still_reads_it(
     view = LiveSessionView(fs, interval_s=0.05, show=False)
     try:
         started = await fs.exec_command(
-            "for i in 1 2 3; do echo tick $i; sleep 0.3; done; read -p 'more? ' x; echo bye $x",
+            "printf 'rev\\342\\200\\256txt\\n'; for i in 1 2 3; do echo tick $i; sleep 0.3; done;"
+            " read -p 'more? ' x; echo bye $x",
             yield_time_ms=0,
         )
         sid = started.data["session_id"]
@@ -35,6 +37,7 @@ async def test_the_view_follows_a_session_live_and_the_model_still_reads_it(
         shown = view.panes[sid].widget.value
         assert "tick 1" in shown and "tick 3" in shown and "more? </pre>" in shown
         assert "running" in shown
+        assert "rev⟨U+202E⟩txt" in html_text(shown) and "\u202e" not in shown
         read = await fs.write_stdin(sid, "", yield_time_ms=0)
         model_saw = started.data["output"] + "\n" + read.data["output"]
         assert "tick 1\ntick 2\ntick 3" in model_saw, "the model still gets what the view showed"

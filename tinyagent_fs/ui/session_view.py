@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import threading
 from collections import deque
 from typing import Any
 
 import ipywidgets as widgets
 
-from ..display_safe import visible
+from ..display_safe import visible_html
 from ..providers.sessions import Session
 from ..terminal_text import TerminalText
 
@@ -69,11 +68,11 @@ class SessionPane:
             if session.ended == "exited"
             else f"ended ({session.ended})"
         )
-        heading = f"session {session.id} · {state} · $ {visible(session.command)}"
+        heading = f"session {session.id} · {state} · $ {session.command}"
         body = "\n".join([*self.lines, self.partial])
         self.widget.value = (
-            f"<div><b>{html.escape(heading)}</b></div>"
-            f'<pre style="{PRE_STYLE}">{html.escape(body)}</pre>'
+            f"<div><b>{visible_html(heading)}</b></div>"
+            f'<pre style="{PRE_STYLE}">{visible_html(body, keep_newlines=True)}</pre>'
         )
 
 
