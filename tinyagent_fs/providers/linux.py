@@ -116,6 +116,7 @@ class LinuxSandboxProvider(Provider):
         self._masked_dirs = _unique([*self._protect, *read_dirs])
         """Where secrets are masked from commands: the roots and the readable directories."""
         self._worker_plan: tuple[object, ...] | None = None
+        self._worker_secrets: tuple[object, ...] | None = None
         self._lock = threading.Lock()
         self._turns: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
@@ -572,7 +573,7 @@ class LinuxSandboxProvider(Provider):
         if session.worker_pid != self.worker_pid:
             return True  # that worker is gone, and the session with it
         plan = self._plan_masks()
-        return plan.refusal is None and plan.key() == self._worker_plan
+        return plan.refusal is None and plan.secrets_key() == self._worker_secrets
 
     def _end_for_secrets(self) -> None:
         """End the worker and every session in it, their unread output withheld."""
@@ -782,6 +783,7 @@ class LinuxSandboxProvider(Provider):
             raise _tool_error(error) if error else self._worker_lost("start-up", "bad greeting")
         self.report = reply["ok"]
         self._worker_plan = plan.key()
+        self._worker_secrets = plan.secrets_key()
         self.report["masks"].update(
             entries_walked=plan.entries_walked,
             seconds=round(self.report["masks"]["seconds"] + plan.seconds, 4),

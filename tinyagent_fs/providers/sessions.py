@@ -34,7 +34,7 @@ ENDED_WHY = {
     "lifetime_exceeded": "the session reached its total lifetime and was ended",
     "sandbox_replaced": "the sandbox worker was replaced (a new secret or repository, a "
     "closed toolkit or a failure), which ends every session",
-    "secrets_changed": "a file the deny patterns keep secret (or a pattern) was added while "
+    "secrets_changed": "a file the deny patterns keep secret was added or replaced while "
     "it ran, which its sandbox does not hide: every session was ended and its output not "
     "yet read withheld",
 }

@@ -75,6 +75,21 @@ class MaskPlan:
         refused = None if self.refusal is None else self.refusal["message"]
         return masks, nested, pinned, identities, refused
 
+    def secrets_key(self) -> tuple[object, ...]:
+        """Equal for two plans that hide the same secrets, the very same files: what a
+        running session's sandbox must still match (a new repository or a pinned
+        folder's new entry changes ``key`` but hides nothing new)."""
+        masks = tuple(sorted((root, tuple(sorted(found))) for root, found in self.masks.items()))
+        hidden = {(root, path) for root, found in self.masks.items() for path, _ in found}
+        identities = tuple(
+            sorted(
+                (root, tuple(sorted(entry for entry in found if (root, entry[0]) in hidden)))
+                for root, found in self.identities.items()
+            )
+        )
+        refused = None if self.refusal is None else self.refusal["message"]
+        return masks, identities, refused
+
     def mounts(self) -> int:
         masks = sum(len(found) for found in self.masks.values())
         nested = sum(len(found) for found in self.nested_git.values())
