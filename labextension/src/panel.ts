@@ -24,6 +24,7 @@ export class AuditPanel extends Widget {
     super();
     this._model = options.model;
     this._trans = options.trans;
+    this._openDiff = options.openDiff;
     this.id = 'tinyagent-fs-audit';
     this.addClass('jp-TinyAgentFS-panel');
     this.title.icon = auditIcon;
@@ -317,12 +318,24 @@ export class AuditPanel extends Widget {
     setVisibleText(argsBody, JSON.stringify(event.arguments, null, 2), true);
     args.append(argsSummary, argsBody);
     const parts: HTMLElement[] = [this._backButton(), heading, table, args];
+    if (event.diff) {
+      parts.push(this._fullWidthButton(event));
+    }
     parts.push(
       event.diff
         ? renderDiff(event.diff, trans.__('Diff'))
         : this._note(trans.__('This call changed no file.'))
     );
     return parts;
+  }
+
+  private _fullWidthButton(event: IAuditEvent): HTMLElement {
+    const open = document.createElement('button');
+    open.type = 'button';
+    open.className = 'jp-mod-styled jp-TinyAgentFS-openDiff';
+    open.textContent = this._trans.__('Open diff full width');
+    open.addEventListener('click', () => this._openDiff(event));
+    return open;
   }
 
   private _backButton(): HTMLElement {
@@ -368,6 +381,7 @@ export class AuditPanel extends Widget {
 
   private _model: AuditModel;
   private _trans: TranslationBundle;
+  private _openDiff: (event: IAuditSummary) => void;
   private _status = document.createElement('span');
   private _session!: HTMLSelectElement;
   private _tool!: HTMLSelectElement;
@@ -384,5 +398,7 @@ export namespace AuditPanel {
   export interface IOptions {
     model: AuditModel;
     trans: TranslationBundle;
+    /** Show an event's diff in the main area, full width. */
+    openDiff: (event: IAuditSummary) => void;
   }
 }
