@@ -96,6 +96,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const panel = new AuditPanel({
       model,
       trans,
+      serverSettings: app.serviceManager.serverSettings,
       openDiff: (event: IAuditSummary) =>
         void app.commands.execute(CommandIDs.openDiff, {
           eventId: event.event_id,
