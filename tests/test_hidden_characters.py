@@ -232,7 +232,7 @@ def test_terminal_marks_hostile_tool_name_path_and_content(tmp_path: Path, color
 
 
 def test_only_a_persons_answer_counts_as_approved() -> None:
-    for person in ("terminal", "mcp-elicitation", "ana (notebook)"):
+    for person in ("terminal", "mcp-elicitation", "ana (notebook)", "jupyter-sidebar:ana"):
         assert decided_by_person(person)
     for rule in (
         "risk-based",
@@ -295,6 +295,7 @@ def test_the_sidebar_marks_the_same_characters_the_same_way(tmp_path: Path) -> N
         "terminal",
         "mcp-elicitation",
         "ana (notebook)",
+        "jupyter-sidebar:ana",
         "risk-based",
         "no hooks",
         "terminal (reads pass unasked)",

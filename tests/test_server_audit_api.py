@@ -165,6 +165,24 @@ def test_event_detail_has_the_diff(server: JupyterProcess, log: AuditLog) -> Non
     assert status == 404
 
 
+def test_an_event_diff_is_served_rendered_for_the_full_width_view(
+    server: JupyterProcess, log: AuditLog
+) -> None:
+    events = sample_events(log)
+    wait_for_total(server, 5)
+    edit = events[1].event_id
+    unified = server.get_json(f"tinyagent-fs/audit/{edit}/diff")
+    assert unified["paths"] == ["src/app.py"] and unified["view"] == "unified"
+    assert "src/app.py  +1 −1" in unified["html"] and unified["lines"] == 3
+    assert '<span class="tok-m">2</span>' in unified["html"], "syntax-coloured"
+    assert ".taf-diff" in unified["css"]
+    side = server.get_json(f"tinyagent-fs/audit/{edit}/diff", {"view": "side-by-side"})
+    assert side["view"] == "side-by-side" and "taf-code taf-del" in side["html"]
+    assert server.get(f"tinyagent-fs/audit/{edit}/diff", {"view": "split"})[0] == 400
+    assert server.get(f"tinyagent-fs/audit/{events[0].event_id}/diff")[0] == 404, "no diff"
+    assert server.get("tinyagent-fs/audit/0123456789abcdef/diff")[0] == 404
+
+
 def test_sessions_summarise_each_session(server: JupyterProcess, log: AuditLog) -> None:
     sample_events(log)
     wait_for_total(server, 5)

@@ -101,14 +101,16 @@ export function formatTime(timestamp: string): string {
 
 /**
  * Whether a person answered, from the event's ``decided_by``: the hooks that ask
- * (terminal, MCP elicitation, the notebook card's "<user> (notebook)"). The same
+ * (terminal, MCP elicitation, the notebook card's "<user> (notebook)", the
+ * sidebar's "jupyter-sidebar:<user>"). The same
  * rule as ``decided_by_person`` in tinyagent_fs/hooks/policies.py.
  */
 export function decidedByPerson(decidedBy: string): boolean {
   return (
     decidedBy === 'terminal' ||
     decidedBy === 'mcp-elicitation' ||
-    decidedBy.endsWith(' (notebook)')
+    decidedBy.endsWith(' (notebook)') ||
+    decidedBy.startsWith('jupyter-sidebar:')
   );
 }
 

@@ -8,12 +8,13 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { ICommandPalette } from '@jupyterlab/apputils';
+import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
 import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { IStatusBar } from '@jupyterlab/statusbar';
 import { ITranslator, nullTranslator } from '@jupyterlab/translation';
 
-import { AuditModel } from './model';
+import { DiffView, diffTab } from './diffView';
+import { AuditModel, IAuditSummary } from './model';
 import { AuditPanel } from './panel';
 import { PendingModel } from './pending';
 import { announcePending } from './pendingStatus';
@@ -24,6 +25,7 @@ const PLUGIN_ID = 'tinyagent-fs:plugin';
 namespace CommandIDs {
   export const open = 'tinyagent-fs:open-audit-log';
   export const refresh = 'tinyagent-fs:refresh-audit-log';
+  export const openDiff = 'tinyagent-fs:open-diff';
 }
 
 interface ISettings {
@@ -70,7 +72,37 @@ const plugin: JupyterFrontEndPlugin<void> = {
       maxEvents: settings.maxEvents,
       pollInterval: settings.pollInterval
     });
-    const panel = new AuditPanel({ model, trans });
+    const diffs = new Map<string, MainAreaWidget<DiffView>>();
+    app.commands.addCommand(CommandIDs.openDiff, {
+      label: trans.__('Open Diff Full Width'),
+      caption: trans.__("Show an audit event's diff in the main area"),
+      execute: args => {
+        const eventId = String(args.eventId ?? '');
+        let tab = diffs.get(eventId);
+        if (!tab || tab.isDisposed) {
+          tab = diffTab({
+            eventId,
+            offset: Number(args.offset ?? -1),
+            serverSettings: app.serviceManager.serverSettings,
+            trans
+          });
+          diffs.set(eventId, tab);
+          tab.disposed.connect(() => diffs.delete(eventId));
+          app.shell.add(tab, 'main');
+        }
+        app.shell.activateById(tab.id);
+      }
+    });
+    const panel = new AuditPanel({
+      model,
+      trans,
+      serverSettings: app.serviceManager.serverSettings,
+      openDiff: (event: IAuditSummary) =>
+        void app.commands.execute(CommandIDs.openDiff, {
+          eventId: event.event_id,
+          offset: event.offset
+        })
+    });
     // Proposals waiting for the person sit above the log, in the same sidebar.
     const pending = new PendingModel({
       events: app.serviceManager.events,

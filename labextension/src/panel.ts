@@ -3,6 +3,7 @@
  * diff when a row is clicked. Plain DOM on a Lumino widget; all state lives in
  * the model, so rendering is a pure function of it.
  */
+import { ServerConnection } from '@jupyterlab/services';
 import { TranslationBundle } from '@jupyterlab/translation';
 import { Widget } from '@lumino/widgets';
 
@@ -15,6 +16,7 @@ import {
   visible
 } from './format';
 import { auditIcon } from './icon';
+import { undoControl } from './undo';
 import { AuditModel, IAuditEvent, IAuditSummary, LiveMode } from './model';
 
 const SEARCH_DELAY_MS = 250;
@@ -24,6 +26,8 @@ export class AuditPanel extends Widget {
     super();
     this._model = options.model;
     this._trans = options.trans;
+    this._openDiff = options.openDiff;
+    this._serverSettings = options.serverSettings;
     this.id = 'tinyagent-fs-audit';
     this.addClass('jp-TinyAgentFS-panel');
     this.title.icon = auditIcon;
@@ -317,12 +321,27 @@ export class AuditPanel extends Widget {
     setVisibleText(argsBody, JSON.stringify(event.arguments, null, 2), true);
     args.append(argsSummary, argsBody);
     const parts: HTMLElement[] = [this._backButton(), heading, table, args];
+    if (event.change_id && event.outcome === 'ok') {
+      parts.push(undoControl(event, this._serverSettings, this._trans));
+    }
+    if (event.diff) {
+      parts.push(this._fullWidthButton(event));
+    }
     parts.push(
       event.diff
         ? renderDiff(event.diff, trans.__('Diff'))
         : this._note(trans.__('This call changed no file.'))
     );
     return parts;
+  }
+
+  private _fullWidthButton(event: IAuditEvent): HTMLElement {
+    const open = document.createElement('button');
+    open.type = 'button';
+    open.className = 'jp-mod-styled jp-TinyAgentFS-openDiff';
+    open.textContent = this._trans.__('Open diff full width');
+    open.addEventListener('click', () => this._openDiff(event));
+    return open;
   }
 
   private _backButton(): HTMLElement {
@@ -368,6 +387,8 @@ export class AuditPanel extends Widget {
 
   private _model: AuditModel;
   private _trans: TranslationBundle;
+  private _openDiff: (event: IAuditSummary) => void;
+  private _serverSettings: ServerConnection.ISettings;
   private _status = document.createElement('span');
   private _session!: HTMLSelectElement;
   private _tool!: HTMLSelectElement;
@@ -384,5 +405,9 @@ export namespace AuditPanel {
   export interface IOptions {
     model: AuditModel;
     trans: TranslationBundle;
+    /** Show an event's diff in the main area, full width. */
+    openDiff: (event: IAuditSummary) => void;
+    /** Where Undo requests go. */
+    serverSettings: ServerConnection.ISettings;
   }
 }

@@ -1,2 +1,3 @@
 import './base.css';
 import './pending.css';
+import './diffview.css';

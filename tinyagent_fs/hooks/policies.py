@@ -15,7 +15,9 @@ NEVER_TRUSTED_TOOLS = frozenset({"delete_path", "run_command", "exec_command", "
 (which may delete what a change created)."""
 PERSON_DECIDERS = frozenset({"terminal", "mcp-elicitation"})
 """``decided_by`` of the hooks that put the call to a person (the notebook card's is
-``"<user> (notebook)"``); anything else decided by a rule, nobody was asked."""
+``"<user> (notebook)"``, the sidebar's ``"jupyter-sidebar:<user>"``); anything else
+decided by a rule, nobody was asked."""
+SIDEBAR_DECIDER = "jupyter-sidebar:"
 
 
 def decided_by_person(decided_by: str) -> bool:
@@ -24,7 +26,11 @@ def decided_by_person(decided_by: str) -> bool:
     The sidebar says "approved" only then and "allowed by policy" otherwise
     (``labextension/src/format.ts`` holds the same rule).
     """
-    return decided_by in PERSON_DECIDERS or decided_by.endswith(" (notebook)")
+    return (
+        decided_by in PERSON_DECIDERS
+        or decided_by.endswith(" (notebook)")
+        or decided_by.startswith(SIDEBAR_DECIDER)
+    )
 
 
 class AutoApprovePolicy:

@@ -21,6 +21,8 @@ from .approval_handlers import APPROVAL_ROUTES, BROKER_SETTING
 from .approvals import ApprovalBroker, Proposal
 from .handlers import ROUTES, TAILER_SETTING
 from .tailer import AuditTailer
+from .undo_handlers import UNDO_ROUTES, UNDO_SETTING
+from .undo_requests import UndoRequests
 
 APPROVAL_SCHEMA_PATH = Path(__file__).with_name("approval_event.schema.json")
 APPROVAL_SCHEMA_ID = "urn:tinyagent-fs:approval:v1"
@@ -52,7 +54,8 @@ class TinyAgentFSServer(ExtensionApp):
         10.0,
         help=(
             "Seconds after which a proposal whose agent stopped waiting for it (no "
-            "long-poll open) is dropped from the Pending section."
+            "long-poll open) is dropped from the Pending section, and a toolkit that "
+            "stopped taking undo requests counts as gone."
         ),
     ).tag(config=True)
 
@@ -78,6 +81,7 @@ class TinyAgentFSServer(ExtensionApp):
         self.settings[TAILER_SETTING] = self.tailer
         self.broker = ApprovalBroker(self._announce_approval, abandon_s=self.approval_abandon_s)
         self.settings[BROKER_SETTING] = self.broker
+        self.settings[UNDO_SETTING] = UndoRequests(gone_after_s=self.approval_abandon_s)
         bus = self.serverapp.event_logger if self.serverapp is not None else None
         if bus is not None:
             bus.register_event_schema(APPROVAL_SCHEMA_PATH)
@@ -86,6 +90,7 @@ class TinyAgentFSServer(ExtensionApp):
     def initialize_handlers(self) -> None:
         self.handlers.extend(ROUTES)
         self.handlers.extend(APPROVAL_ROUTES)
+        self.handlers.extend(UNDO_ROUTES)
 
     def _announce_approval(self, action: str, proposal: Proposal) -> None:
         """Tell frontends (event bus, over Jupyter's websocket) that the pending set changed."""

@@ -8,6 +8,7 @@ unauthenticated access to handlers that do not ask for it.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -16,6 +17,8 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
+from ..ui.diff_render import DIFF_CSS, VIEWS
+from ..ui.recorded_diff import render_recorded_diff
 from .index import AuditIndex
 from .query import DEFAULT_LIMIT, AuditFilter, find_event, find_page
 from .tailer import SCHEMA_ID, AuditTailer
@@ -90,6 +93,42 @@ class AuditEventHandler(AuditAPIHandler):
         self.write_json(event)
 
 
+class AuditDiffHandler(AuditAPIHandler):
+    """``GET /tinyagent-fs/audit/<event_id>/diff?view=``: its diff as coloured HTML.
+
+    For the full-width view: rendered here, with the card's renderer, so the
+    browser only inserts HTML that was escaped and marked on the server.
+    """
+
+    @web.authenticated
+    @authorized
+    async def get(self, event_id: str) -> None:
+        view = self.get_argument("view", "unified")
+        if view not in VIEWS:
+            raise web.HTTPError(400, f"view must be one of {', '.join(VIEWS)}")
+        offset = self.int_argument("offset")
+        event = await self.tailer.run_in_index_thread(
+            lambda index: find_event(index, event_id, offset)
+        )
+        if event is None:
+            raise web.HTTPError(404, f"no audit event {event_id!r} in {self.tailer.path}")
+        diff = event.get("diff") or ""
+        if not diff:
+            raise web.HTTPError(404, f"audit event {event_id!r} changed no file")
+        rendered = await asyncio.to_thread(render_recorded_diff, diff, view)
+        self.write_json(
+            {
+                "event_id": event_id,
+                "tool": event.get("tool", ""),
+                "paths": event.get("paths", []),
+                "view": view,
+                "html": rendered.html,
+                "lines": rendered.total_lines,
+                "css": DIFF_CSS,
+            }
+        )
+
+
 class SessionsHandler(AuditAPIHandler):
     """``GET /tinyagent-fs/sessions``: sessions, tools and outcomes seen, for the filters."""
 
@@ -117,5 +156,6 @@ def _sessions_payload(index: AuditIndex) -> dict[str, Any]:
 ROUTES: list[tuple[str, type[AuditAPIHandler]]] = [
     (r"/tinyagent-fs/audit", AuditListHandler),
     (r"/tinyagent-fs/audit/([^/]+)", AuditEventHandler),
+    (r"/tinyagent-fs/audit/([^/]+)/diff", AuditDiffHandler),
     (r"/tinyagent-fs/sessions", SessionsHandler),
 ]

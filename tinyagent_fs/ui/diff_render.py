@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from itertools import zip_longest
 from pathlib import Path
+from typing import Protocol
 
 from pygments.lexers import get_lexer_for_filename
 from pygments.token import STANDARD_TYPES, Token, _TokenType
@@ -34,6 +35,7 @@ DEFAULT_MAX_LINES = 400
 HIGHLIGHT_MAX_BYTES = 256 * 1024
 MAX_LINE_CHARS = 1000
 COLUMNS = 4
+VIEWS = ("unified", "side-by-side")
 
 _SYNTAX_COLOURS: dict[str, tuple[str, str]] = {
     "k": ("keyword", "#008000"),
@@ -110,32 +112,60 @@ def render_changeset(
     ``diff`` is the ChangeSet's unified diff when the caller has it already
     (``ToolCall.diff``), which spares diffing large files a second time.
     """
-    if view not in ("unified", "side-by-side"):
-        raise ValueError(f"unknown diff view {view!r}; use 'unified' or 'side-by-side'")
-    rows: list[str] = []
-    total = 0
+    check_view(view)
+    table = DiffTable(view, max_lines)
     for change, section in zip(changeset.changes, file_diffs(changeset, diff), strict=True):
-        rows.append(_file_row(change, section, changeset.root))
-        colour = _Highlighted(change, highlight_max_bytes)
-        # Rows past the cap are counted, never turned into HTML.
-        if view == "unified":
+        table.rows.append(_file_row(change, section, changeset.root))
+        table.add(section, _Highlighted(change, highlight_max_bytes))
+    return table.rendered()
+
+
+def check_view(view: str) -> None:
+    if view not in VIEWS:
+        raise ValueError(f"unknown diff view {view!r}; use 'unified' or 'side-by-side'")
+
+
+class LineColour(Protocol):
+    """Coloured HTML of a line of the old or new side, by its line number."""
+
+    def old_line(self, number: int | None, fallback: str) -> str: ...
+
+    def new_line(self, number: int | None, fallback: str) -> str: ...
+
+
+class DiffTable:
+    """The rows of one diff table; rows past ``max_lines`` are counted, never made HTML."""
+
+    def __init__(self, view: str, max_lines: int | None) -> None:
+        self.view = view
+        self.max_lines = max_lines
+        self.rows: list[str] = []
+        self.total = 0
+
+    def add(self, section: FileDiff, colour: LineColour) -> None:
+        if self.view == "unified":
             for line in section.lines:
-                total += 1
-                if max_lines is None or total <= max_lines:
-                    rows.append(_unified_row(line, colour))
+                self.total += 1
+                if self.max_lines is None or self.total <= self.max_lines:
+                    self.rows.append(_unified_row(line, colour))
         else:
             for pair in _pairs(section):
-                total += 1
-                if max_lines is None or total <= max_lines:
-                    rows.append(_paired_row(pair, colour))
-    shown = total if max_lines is None else min(total, max_lines)
-    if shown < total:
-        rows.append(
-            f'<tr class="taf-more"><td colspan="{COLUMNS}">… {total - shown} more diff lines '
-            "not shown</td></tr>"
-        )
-    table = f'<div class="taf-diff"><table>{"".join(rows)}</table></div>'
-    return RenderedDiff(table, shown, total)
+                self.total += 1
+                if self.max_lines is None or self.total <= self.max_lines:
+                    self.rows.append(_paired_row(pair, colour))
+
+    def rendered(self) -> RenderedDiff:
+        total = self.total
+        shown = total if self.max_lines is None else min(total, self.max_lines)
+        rows = self.rows
+        if shown < total:
+            rows = [
+                *rows,
+                f'<tr class="taf-more"><td colspan="{COLUMNS}">… {total - shown} more diff '
+                "lines not shown</td></tr>",
+            ]
+        table = f'<div class="taf-diff"><table>{"".join(rows)}</table></div>'
+        return RenderedDiff(table, shown, total)
 
 
 def highlight_lines(text: str, filename: str) -> list[str]:
@@ -264,7 +294,7 @@ def _file_row(change: FileChange, section: FileDiff, root: Path) -> str:
     return f'<tr class="taf-file"><td colspan="{COLUMNS}">{label}</td></tr>'
 
 
-def _unified_row(line: DiffLine, colour: _Highlighted) -> str:
+def _unified_row(line: DiffLine, colour: LineColour) -> str:
     if line.kind == "add":
         code = colour.new_line(line.new_no, line.text)
         return _row("taf-add", "", str(line.new_no), "+", code)
@@ -312,7 +342,7 @@ def _pairs(section: FileDiff) -> Iterator[Pair]:
     yield from flush()
 
 
-def _paired_row(pair: Pair, colour: _Highlighted) -> str:
+def _paired_row(pair: Pair, colour: LineColour) -> str:
     old, new = pair
     if old is not None and old.kind in ("hunk", "meta"):
         css = "taf-hunk" if old.kind == "hunk" else "taf-meta"

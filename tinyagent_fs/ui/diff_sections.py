@@ -34,6 +34,8 @@ class FileDiff:
     removed: int = 0
     has_body: bool = False
     renamed_from: str = ""
+    names: list[str] = field(default_factory=list)
+    """The ``--- a/x`` and ``+++ b/x`` names, for a diff that is all we have (audit log)."""
 
     def append(self, line: DiffLine) -> None:
         self.lines.append(line)
@@ -82,7 +84,9 @@ def split_file_diffs(diff: str) -> list[FileDiff]:
                 files[-1].has_body = True
             if line.startswith("rename from "):
                 files[-1].renamed_from = line[len("rename from ") :]
-            if not line.startswith(("--- ", "+++ ")):
+            if line.startswith(("--- ", "+++ ")):
+                files[-1].names.append(line[4:])
+            else:
                 files[-1].append(DiffLine("meta", line))
         previous = line
     return files

@@ -27,8 +27,14 @@ from typing import Any
 import ipywidgets as widgets
 
 from ..display_safe import visible
-from ..hooks.decision import Decision, Risk, ToolCall, Verdict
-from ..hooks.policies import NEVER_TRUSTED_TOOLS, POLICY_ENV, RiskBasedPolicy, policy_from_name
+from ..hooks.decision import Decision, NoAnswer, Risk, ToolCall, Verdict
+from ..hooks.policies import (
+    NEVER_TRUSTED_TOOLS,
+    POLICY_ENV,
+    SIDEBAR_DECIDER,
+    RiskBasedPolicy,
+    policy_from_name,
+)
 from .approval_card import ApprovalCard, TrustChoice
 from .call_text import record_html, summary_text
 from .config import FRONTEND_ENV, TinyAgentFS, load_settings
@@ -173,6 +179,23 @@ class JupyterHook:
 
     def describe(self) -> str:
         return self.mode.describe()
+
+    async def answer(self, call: ToolCall) -> Decision:
+        """For ``FirstAnswer``: the card's answer; ``NoAnswer`` where no card can be clicked.
+
+        ``FirstAnswer(JupyterHook(), WebApprovalHook())`` shows the card and the
+        sidebar's Pending row together; without a frontend the sidebar alone asks.
+        """
+        mode = self.mode
+        if not mode.interactive and mode.policy == "risk-based":
+            raise NoAnswer(f"no approval card can be clicked here: {mode.reason}")
+        return await self.before_tool_execution(call)
+
+    def withdraw(self, call: ToolCall, winner: Decision | None) -> None:
+        """Another place answered first: the card becomes the record of that answer."""
+        approval = self.pending.get(call.call_id)
+        if approval is not None and winner is not None:
+            approval.resolve(winner, how=f"answered first in {_place(winner.decided_by)}")
 
     def show(self) -> widgets.VBox:
         """Display a panel where every approval of this hook appears, and return it.
@@ -359,6 +382,15 @@ def _display(obj: Any, raw: bool = False) -> None:
     if get_ipython() is None:
         return
     display(obj, raw=raw)
+
+
+def _place(decided_by: str) -> str:
+    """Where an answer that beat the card was given, as a person names it."""
+    if decided_by.startswith(SIDEBAR_DECIDER):
+        return "the JupyterLab sidebar"
+    if decided_by == "terminal":
+        return "the terminal"
+    return decided_by or "another approver"
 
 
 def _user() -> str:
