@@ -139,10 +139,9 @@ def rlimits_for(limits: dict[str, int | None]) -> list[tuple[int, int, int]]:
 
 
 def limit_lock(rlimits: list[tuple[int, int, int]]) -> Any:
-    """The filter that freezes these limits, compiled before the fork (pyseccomp is loaded
-    lazily: importing it runs ldconfig, which a toolkit that never limits a command should
-    not pay)."""
-    from ..sandbox.seccomp_filter import CompiledLimitLock
+    """The filter that freezes these limits, compiled before the fork (loaded lazily: see
+    ``limit_lock``)."""
+    from .limit_lock import CompiledLimitLock
 
     return CompiledLimitLock([which for which, _, _ in rlimits])
 
