@@ -61,7 +61,9 @@ class Figure:
 
 
 def baseline_name(baseline: Callable[..., object] | str) -> str:
-    return baseline if isinstance(baseline, str) else getattr(baseline, "__name__", "?")
+    if isinstance(baseline, str):
+        return "reference_server"
+    return getattr(baseline, "__name__", "?")
 
 
 def plain(action: Callable[[], object]) -> Side:

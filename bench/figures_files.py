@@ -176,7 +176,7 @@ def figures(provider: str) -> list[Figure]:
             ),
             Figure(
                 f"{provider}.patch{files}-plain",
-                f"  the same against plain git apply",
+                "  the same against plain git apply",
                 git_apply,
                 patch(provider, files, synced=False),
                 calls=calls,

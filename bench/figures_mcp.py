@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import os
 import shutil
 import time
 from collections.abc import AsyncIterator
@@ -82,8 +83,10 @@ async def connect(kind: str, server: Server, root: Path, stack: AsyncExitStack) 
     params = server.params(root)
     if kind == "sdk":
         from mcp import Client
+        from mcp.client.stdio import stdio_client
 
-        return await stack.enter_async_context(Client(params))
+        quiet = stack.enter_context(open(os.devnull, "w"))  # noqa: SIM115 (closed by the stack)
+        return await stack.enter_async_context(Client(stdio_client(params, errlog=quiet)))
     client = await RawClient.start(params.command, params.args, params.env)
     stack.push_async_callback(client.close)
     return client

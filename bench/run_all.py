@@ -48,8 +48,9 @@ def all_figures() -> tuple[list[Figure], list[str]]:
     if figures_mcp.reference_installed():
         out += figures_mcp.figures()
     else:
-        notes.append("no mcp figures: the reference server is not installed "
-                     "(npm ci --prefix bench/node)")
+        notes.append(
+            "no mcp figures: the reference server is not installed (npm ci --prefix bench/node)"
+        )
     return out, notes
 
 
@@ -131,7 +132,7 @@ def legend(figures: list[Figure]) -> list[str]:
     lines = ["# baselines:"]
     for baseline in dict.fromkeys(f.baseline for f in figures):
         if isinstance(baseline, str):
-            lines.append(f"#   reference MCP server: {baselines.REFERENCE_SERVER}")
+            lines.append(f"#   reference_server: {baselines.REFERENCE_SERVER}")
             continue
         words = " ".join((baseline.__doc__ or "").split())
         lines.append(f"#   {baseline_name(baseline)}: {words}")

@@ -1,0 +1,54 @@
+"""The bench runner's statistics on real timings of two tiny callables (no mocked clock)."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
+
+from figure import Kind, Target, plain
+from rounds import Rounds, alternate
+
+
+def busy(seconds: float) -> None:
+    """Spin rather than sleep: a sleep's wake-up lateness would blur the 2:1 below."""
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
+
+
+async def test_the_ratio_is_the_median_of_per_round_ratios_and_steady_rounds_are_claimed() -> None:
+    result = await alternate(plain(lambda: busy(0.002)), plain(lambda: busy(0.001)), 7, 3)
+    assert len(result.ours) == len(result.base) == 7
+    per_round = [mine / theirs for mine, theirs in zip(result.ours, result.base, strict=True)]
+    assert result.ratio == statistics.median(per_round)
+    assert 1.6 < result.ratio < 2.4
+    assert not result.noisy
+    assert Target("<= 2.5x", Kind.RATIO, 2.5).met(result)
+    assert not Target("<= 1.5x", Kind.RATIO, 1.5).met(result)
+    assert Target("<= +2 ms", Kind.OVERHEAD, 0.002).met(result)
+
+
+async def test_a_figure_whose_rounds_spread_more_than_30_percent_is_noisy() -> None:
+    """Ours takes 1 ms in some rounds and 3 ms in others (a turn is 3 calls, so the
+    cost changes per turn); the baseline stays at 1 ms."""
+    calls = iter(range(1000))
+
+    def uneven() -> None:
+        busy(0.003 if next(calls) // 3 % 2 else 0.001)
+
+    result = await alternate(plain(uneven), plain(lambda: busy(0.001)), 7, 3)
+    assert max(result.ratios) > 2 and min(result.ratios) < 1.5
+    assert result.spread > 0.3 and result.noisy
+
+
+def test_spread_is_max_minus_min_over_the_median() -> None:
+    rounds = Rounds(ours=[2.0, 2.2, 2.8], base=[1.0, 1.0, 1.0])
+    assert rounds.ratio == 2.2
+    assert rounds.spread == pytest.approx(0.8 / 2.2)
+    assert rounds.noisy
