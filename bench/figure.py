@@ -56,7 +56,7 @@ class Figure:
     """A function of ``baselines`` (or, for a server, its description there)."""
     prepare: Prepare
     target: Target | None = None
-    calls: int = 9
+    calls: int = 15
     """Calls per side and turn; the turn counts their median."""
 
 

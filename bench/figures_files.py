@@ -159,12 +159,12 @@ def figures(provider: str) -> list[Figure]:
             raw_atomic_write,
             write(provider, big),
             at_most(1.5),
-            calls=5,
+            calls=7,
         ),
     ]
     for files in (1, 5, 50):
         word = "file" if files == 1 else "files"
-        calls = 5 if files > 5 else 9
+        calls = 7 if files > 5 else 15
         out += [
             Figure(
                 f"{provider}.patch{files}",

@@ -89,7 +89,7 @@ def header(workdir: Path, args: argparse.Namespace) -> list[str]:
         f"node {run_output('node', '--version')}; file system: {mount_type(workdir)}",
         f"# method: per figure {args.rounds} rounds after 1 warm-up, ours and the baseline in "
         "alternating turns (who goes first alternates); a turn is the median of its calls "
-        "(9, or 5 for 1 MB and 50 files, 3 for start-up); ratio = median of per-round "
+        "(15, or 7 for 1 MB and 50 files, 3 for start-up); ratio = median of per-round "
         f"ratios [min-max]; 'noisy' = (max-min)/median > {NOISY_SPREAD:.0%}, not claimed",
     ]
 
