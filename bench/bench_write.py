@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 
+from baselines import raw_atomic_write
 from bench_tools import (
     Bench,
     Cases,
@@ -25,9 +26,8 @@ from bench_tools import (
     flip,
     main,
     make_provider,
-    raw_atomic_write,
-    source_lines,
 )
+from figure import source_lines
 
 from tinyagent_fs import FileTools
 from tinyagent_fs.audit import AuditLog
