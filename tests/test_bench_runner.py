@@ -22,27 +22,31 @@ def busy(seconds: float) -> None:
         pass
 
 
-async def test_the_ratio_is_the_median_of_per_round_ratios_and_steady_rounds_are_claimed() -> None:
-    result = await alternate(plain(lambda: busy(0.002)), plain(lambda: busy(0.001)), 7, 3)
+async def test_the_ratio_is_the_median_of_per_round_ratios() -> None:
+    """Ours spins twice as long as the baseline; other load on the machine may move the
+    ratio and its spread, never what they are computed from."""
+    result = await alternate(plain(lambda: busy(0.004)), plain(lambda: busy(0.002)), 7, 5)
     assert len(result.ours) == len(result.base) == 7
     per_round = [mine / theirs for mine, theirs in zip(result.ours, result.base, strict=True)]
     assert result.ratio == statistics.median(per_round)
-    assert 1.6 < result.ratio < 2.4
-    assert not result.noisy
-    assert Target("<= 2.5x", Kind.RATIO, 2.5).met(result)
-    assert not Target("<= 1.5x", Kind.RATIO, 1.5).met(result)
-    assert Target("<= +2 ms", Kind.OVERHEAD, 0.002).met(result)
+    assert 1.3 < result.ratio < 3
+    spread = (max(per_round) - min(per_round)) / result.ratio
+    assert result.spread == pytest.approx(spread) and result.noisy == (spread > 0.3)
+    assert Target("<= 3x", Kind.RATIO, 3).met(result)
+    assert not Target("<= 1.2x", Kind.RATIO, 1.2).met(result)
+    differences = [mine - theirs for mine, theirs in zip(result.ours, result.base, strict=True)]
+    assert result.overhead == statistics.median(differences)
 
 
 async def test_a_figure_whose_rounds_spread_more_than_30_percent_is_noisy() -> None:
-    """Ours takes 1 ms in some rounds and 3 ms in others (a turn is 3 calls, so the
-    cost changes per turn); the baseline stays at 1 ms."""
+    """Ours takes 2 ms in some rounds and 6 ms in others (a turn is 5 calls, so the
+    cost changes per turn); the baseline stays at 2 ms."""
     calls = iter(range(1000))
 
     def uneven() -> None:
-        busy(0.003 if next(calls) // 3 % 2 else 0.001)
+        busy(0.006 if next(calls) // 5 % 2 else 0.002)
 
-    result = await alternate(plain(uneven), plain(lambda: busy(0.001)), 7, 3)
+    result = await alternate(plain(uneven), plain(lambda: busy(0.002)), 7, 5)
     assert max(result.ratios) > 2 and min(result.ratios) < 1.5
     assert result.spread > 0.3 and result.noisy
 
