@@ -19,7 +19,6 @@ import asyncio
 import functools
 import gc
 import inspect
-import itertools
 import math
 import os
 import platform
@@ -33,10 +32,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TypeVar
 
 from baselines import READ_WINDOW, raw_edit, raw_read
 from figure import mount_type, source_lines
+from figures_files import flip, make_provider
 
 import tinyagent_fs
 from tinyagent_fs import FileTools, SandboxPolicy, ToolResult
@@ -44,8 +43,6 @@ from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.guard import PathGuard
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.journal import JOURNAL_ENV
-from tinyagent_fs.providers.base import Provider
-from tinyagent_fs.providers.local import LocalProvider
 
 try:
     from tinyagent_fs.providers.linux import LinuxSandboxProvider
@@ -56,7 +53,6 @@ RG = Path(sys.executable).parent / "rg"
 GREP_FILES = 20_000
 GREP_EVERY = 100
 GREP_PATTERN = r"needle_\d+_found"
-T = TypeVar("T")
 Action = Callable[[], object]
 
 
@@ -132,11 +128,6 @@ class Bench:
 def p90(samples: list[float]) -> float:
     ordered = sorted(samples)
     return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
-
-
-def flip(first: T, second: T) -> Callable[[], T]:
-    """Alternates two states, so every run really changes the file and the next undoes it."""
-    return itertools.cycle((first, second)).__next__
 
 
 async def case_read4k(bench: Bench) -> list[Row | str]:
@@ -269,13 +260,6 @@ def header(provider: str, workdir: Path) -> list[str]:
         "# times: median (p90) of repeated runs after warm-up; raw = the same job in plain "
         "Python (rg for grep), measured in turns with the tool in the same run",
     ]
-
-
-def make_provider(name: str, root: Path) -> Provider:
-    if name == "linux":
-        assert LinuxSandboxProvider is not None
-        return LinuxSandboxProvider(root, SandboxPolicy())
-    return LocalProvider()
 
 
 async def run(args: argparse.Namespace, workdir: Path, cases: Cases = CASES) -> list[str]:

@@ -54,10 +54,17 @@ def all_figures() -> tuple[list[Figure], list[str]]:
     return out, notes
 
 
+def matches(key: str, prefix: str) -> bool:
+    return key == prefix or key.startswith(prefix + ".")
+
+
 def selected(figures: list[Figure], only: list[str]) -> list[Figure]:
-    if not only:
-        return figures
-    return [f for f in figures if any(f.key == p or f.key.startswith(p + ".") for p in only)]
+    """The figures ``--only`` names; one naming none stops the run before it starts."""
+    unknown = [p for p in only if not any(matches(f.key, p) for f in figures)]
+    if unknown:
+        keys = ", ".join(f.key for f in figures)
+        raise SystemExit(f"no figure matches {', '.join(unknown)}; figures: {keys}")
+    return [f for f in figures if not only or any(matches(f.key, p) for p in only)]
 
 
 def run_output(*command: str) -> str:
@@ -175,9 +182,6 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     figures, notes = all_figures()
     chosen = selected(figures, args.only)
-    if not chosen:
-        keys = ", ".join(f.key for f in figures)
-        raise SystemExit(f"no figure matches {args.only}; figures: {keys}")
     compileall.compile_dir(REPO / "tinyagent_fs", quiet=1)  # as installing it does
     began = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="tinyagent-bench-") as tmp:

@@ -29,11 +29,11 @@ async def test_the_ratio_is_the_median_of_per_round_ratios() -> None:
     assert len(result.ours) == len(result.base) == 7
     per_round = [mine / theirs for mine, theirs in zip(result.ours, result.base, strict=True)]
     assert result.ratio == statistics.median(per_round)
-    assert 1.3 < result.ratio < 3
+    assert 1 < result.ratio < 6  # 2 on a quiet machine
     spread = (max(per_round) - min(per_round)) / result.ratio
     assert result.spread == pytest.approx(spread) and result.noisy == (spread > 0.3)
-    assert Target("<= 3x", Kind.RATIO, 3).met(result)
-    assert not Target("<= 1.2x", Kind.RATIO, 1.2).met(result)
+    assert Target("at the ratio", Kind.RATIO, result.ratio).met(result)
+    assert not Target("just under it", Kind.RATIO, result.ratio * 0.99).met(result)
     differences = [mine - theirs for mine, theirs in zip(result.ours, result.base, strict=True)]
     assert result.overhead == statistics.median(differences)
 
