@@ -106,8 +106,16 @@ lock: $(VENV)/.locked
 	$(BIN)/uv pip compile requirements/demo.in -c requirements/build.lock \
 		-c requirements/dev.lock $(LOCK_FLAGS) --no-emit-package tinyagent-fs -o $(DEMO_LOCK)
 
-bench: $(STAMP)
-	$(BIN)/python bench/bench_tools.py --output bench/results/tools.txt
+# Every figure with a target, in one table (bench/results/summary.txt); the MCP
+# figures' baseline, the reference server, is installed from its lock first.
+REFERENCE_SERVER := bench/node/node_modules/.bin/mcp-server-filesystem
+
+$(REFERENCE_SERVER): bench/node/package-lock.json
+	npm ci --prefix bench/node --no-audit --no-fund
+	touch $@
+
+bench: $(STAMP) $(REFERENCE_SERVER)
+	$(BIN)/python bench/run_all.py --output bench/results/summary.txt
 
 clean:
 	rm -rf $(VENV) .venv-latest demo-project .pytest_cache .ruff_cache build test-artifacts \

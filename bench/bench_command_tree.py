@@ -1,8 +1,8 @@
 """A sandboxed ``true`` on a started worker, on a 20,000-file root: what the toolkit's
 walks around each command (code-running files, secret masks) cost.
 
-Run from a tree to measure (this one, or an exported earlier commit for the A/B in
-bench/results/worker_view.txt): ``PYTHONPATH=. .venv/bin/python bench/bench_command_tree.py``.
+Run with the package to measure on the path (this tree's, or an exported earlier
+commit's for an A/B): ``PYTHONPATH=. .venv/bin/python bench/bench_command_tree.py``.
 Prints the median of ``--runs`` commands.
 """
 
@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_worker_view import make_tree
+from figures_sandbox import make_tree
 
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider

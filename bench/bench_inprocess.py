@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from baselines import raw_read
 from bench_tools import (
     Bench,
     Row,
@@ -49,10 +50,9 @@ from bench_tools import (
     header,
     make_provider,
     provider_bench_args,
-    raw_read,
-    source_lines,
     write_table,
 )
+from figure import source_lines
 
 from tinyagent_fs import FileTools
 from tinyagent_fs.audit import AuditEvent, AuditLog, summarise_arguments

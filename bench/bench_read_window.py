@@ -24,8 +24,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from baselines import NUMBER_WIDTH
 from bench_tools import (
-    NUMBER_WIDTH,
     Bench,
     Row,
     Target,

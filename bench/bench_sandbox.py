@@ -1,9 +1,10 @@
-"""What the kernel sandbox costs: worker start-up, per-call overhead, commands, memory.
+"""What the kernel sandbox costs per call and in memory, beside the in-process provider.
 
 Run: ``.venv/bin/python bench/bench_sandbox.py [--rounds N]``. Every figure is a
 median over ``rounds`` runs measured in this process; ratios are against the raw
-Python (or raw subprocess) baseline measured in the same run, so the numbers
-compare on any machine. Results go to stdout and to bench/results/sandbox.txt.
+Python baseline measured in the same run, so the numbers compare on any machine.
+A new toolkit's start-up and a command's overhead are ``run_all``'s figures.
+Results go to stdout and to bench/results/sandbox.txt.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ import platform
 import shlex
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,10 +28,8 @@ from tinyagent_fs.providers.local import LocalProvider
 
 RESULTS = Path(__file__).parent / "results" / "sandbox.txt"
 TARGETS = {
-    "start-up": ("ms", 150.0),
     "small read": ("µs", 1000.0),
     "small read / local": ("x", 3.0),
-    "command overhead": ("ms", 10.0),
     "worker RSS": ("MB", 30.0),
 }
 
@@ -84,20 +82,10 @@ def raw_read(path: Path) -> bytes:
 async def measure(root: Path, rounds: int) -> tuple[list[tuple[str, float, str]], dict]:
     rows: list[tuple[str, float, str]] = []
     policy = SandboxPolicy()
-    startups = []
-    for _ in range(max(3, rounds // 20)):
-        provider = LinuxSandboxProvider(root, policy)
-        started = time.perf_counter()
-        await provider.call("stat_path", path=str(root))
-        startups.append(time.perf_counter() - started)
-        await provider.close()
-    startup = statistics.median(startups)
-    rows.append(("worker start-up (first call)", startup * 1e3, "ms"))
-
     sandboxed = LinuxSandboxProvider(root, policy)
     local = LocalProvider()
     await sandboxed.call("stat_path", path=str(root))
-    measured: dict[str, float] = {"start-up": startup * 1e3}
+    measured: dict[str, float] = {}
     for label, size in (("4 KB", 4096), ("1 MB", 1 << 20)):
         path = root / f"file-{size}.bin"
         path.write_bytes(os.urandom(size))
@@ -121,27 +109,6 @@ async def measure(root: Path, rounds: int) -> tuple[list[tuple[str, float, str]]
         if size == 4096:
             measured["small read"] = confined * 1e6
             measured["small read / local"] = confined / in_process
-
-    command_rounds = max(10, rounds // 10)
-    raw_true = median_of(command_rounds, lambda: subprocess.run(["true"], check=True))
-    args = {"command": "true", "workdir": str(root), "timeout_s": 10.0}
-    local_true = await amedian_of(command_rounds, lambda: local.call("run_command", **args))
-    sandboxed_true = await amedian_of(command_rounds, lambda: sandboxed.call("run_command", **args))
-    rows += [
-        ("command: subprocess.run(['true'])", raw_true * 1e3, "ms"),
-        (
-            "command: LocalProvider run_command true",
-            local_true * 1e3,
-            f"ms  x{local_true / raw_true:.1f} raw",
-        ),
-        (
-            "command: sandboxed run_command true",
-            sandboxed_true * 1e3,
-            f"ms  x{sandboxed_true / raw_true:.1f} raw",
-        ),
-    ]
-    measured["command overhead"] = (sandboxed_true - raw_true) * 1e3
-    rows.append(("command overhead (sandboxed - raw)", measured["command overhead"], "ms"))
 
     rss_kb = _rss_kb(sandboxed.worker_pid)
     measured["worker RSS"] = rss_kb / 1024
@@ -187,7 +154,7 @@ def main() -> None:
     floor = process_round_trip(options.rounds * 5)
     with tempfile.TemporaryDirectory(prefix="bench-sandbox-") as directory:
         rows, extra = asyncio.run(measure(Path(directory), options.rounds))
-    rows.insert(1, ("1-byte round trip to a forked process (floor)", floor * 1e6, "µs"))
+    rows.insert(0, ("1-byte round trip to a forked process (floor)", floor * 1e6, "µs"))
     text = render(rows, extra, options.rounds)
     print(text, end="")
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

@@ -8,6 +8,8 @@ on, undo journal on, the chosen provider) against the naive code a tool without
 guard, review, journal or audit would run, measured in the same process on the
 same files. Absolute numbers depend on the machine and its disk; the ratios are
 what carries over. Times are the median and p90 of repeated runs after warm-up.
+The figures with a target of issue 25 (writes, edits, patches) are in
+``run_all``'s table instead; the baselines are ``baselines``'s.
 """
 
 from __future__ import annotations
@@ -17,7 +19,6 @@ import asyncio
 import functools
 import gc
 import inspect
-import itertools
 import math
 import os
 import platform
@@ -31,7 +32,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TypeVar
+
+from baselines import READ_WINDOW, raw_edit, raw_read
+from figure import mount_type, source_lines
+from figures_files import flip, make_provider
 
 import tinyagent_fs
 from tinyagent_fs import FileTools, SandboxPolicy, ToolResult
@@ -39,8 +43,6 @@ from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.guard import PathGuard
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.journal import JOURNAL_ENV
-from tinyagent_fs.providers.base import Provider
-from tinyagent_fs.providers.local import LocalProvider
 
 try:
     from tinyagent_fs.providers.linux import LinuxSandboxProvider
@@ -48,13 +50,9 @@ except ImportError:
     LinuxSandboxProvider = None  # type: ignore[assignment,misc]
 
 RG = Path(sys.executable).parent / "rg"
-NUMBER_WIDTH = 6
-READ_WINDOW = 2000
 GREP_FILES = 20_000
 GREP_EVERY = 100
 GREP_PATTERN = r"needle_\d+_found"
-PATCH_FILES = 50
-T = TypeVar("T")
 Action = Callable[[], object]
 
 
@@ -132,52 +130,6 @@ def p90(samples: list[float]) -> float:
     return ordered[max(0, math.ceil(0.9 * len(ordered)) - 1)]
 
 
-def source_lines(count: int) -> list[str]:
-    """Deterministic, unique lines of about 52 bytes, like plain source code."""
-    return [
-        f"    value_{i:06d} = compute({i * 7919 % 100_003:6d}, 'abcdefghijklm')\n"
-        for i in range(count)
-    ]
-
-
-def numbered(text: str, first: int, count: int) -> str:
-    """What a naive read tool returns: ``cat -n`` style numbered lines."""
-    lines = text.splitlines()[first : first + count]
-    return "\n".join(f"{first + i + 1:>{NUMBER_WIDTH}}\t{line}" for i, line in enumerate(lines))
-
-
-def raw_read(path: Path, first: int = 0) -> str:
-    with open(path, "rb") as handle:
-        return numbered(handle.read().decode("utf-8"), first, READ_WINDOW)
-
-
-def raw_atomic_write(path: Path, data: bytes, sync_directory: bool = False) -> None:
-    """Temp file, fsync, rename; with ``sync_directory`` the rename is made durable too."""
-    staged = path.with_name(f".{path.name}.tmp")
-    with open(staged, "wb") as handle:
-        handle.write(data)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(staged, path)
-    if sync_directory:
-        fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def raw_edit(path: Path, old: str, new: str) -> None:
-    with open(path, "rb") as handle:
-        text = handle.read().decode("utf-8")
-    raw_atomic_write(path, text.replace(old, new, 1).encode("utf-8"))
-
-
-def flip(first: T, second: T) -> Callable[[], T]:
-    """Alternates two states, so every run really changes the file and the next undoes it."""
-    return itertools.cycle((first, second)).__next__
-
-
 async def case_read4k(bench: Bench) -> list[Row | str]:
     path = bench.root / "small.py"
     path.write_text("".join(source_lines(80))[:4096])
@@ -202,40 +154,6 @@ async def case_read1m(bench: Bench) -> list[Row | str]:
     ]
 
 
-async def case_write1m(bench: Bench) -> list[Row | str]:
-    body = "".join(source_lines(20_000))
-    versions = ("# version A\n" + body, "# version B\n" + body)
-    tool_path, base_path = bench.root / "written.py", bench.root / "written_raw.py"
-    tool_path.write_text(versions[1])
-    base_path.write_text(versions[1])
-    tool_turn, base_turn = flip(*versions), flip(*versions)
-    times = await bench.pair(
-        lambda: bench.fs.write_file("written.py", tool_turn()),
-        lambda: raw_atomic_write(base_path, base_turn().encode()),
-        30,
-    )
-    durable = await bench.pair(
-        lambda: bench.fs.write_file("written.py", tool_turn()),
-        lambda: raw_atomic_write(base_path, base_turn().encode(), sync_directory=True),
-        30,
-    )
-
-    async def written_and_marked() -> ToolResult:
-        result = await bench.fs.write_file("written.py", tool_turn())
-        if bench.fs.journal is not None:
-            bench.fs.journal.settle()
-        return result
-
-    marked = await bench.pair(
-        written_and_marked, lambda: raw_atomic_write(base_path, base_turn().encode()), 30
-    )
-    return [
-        Row("atomic write 1 MB (overwrite, 1 line differs)", "ms", *times),
-        Row("  the same; raw also fsyncs the directory (a durable rename)", "ms", *durable),
-        Row("  the same, until the journal's committed mark is written", "ms", *marked),
-    ]
-
-
 async def case_edit(lines: int, reps: int, bench: Bench) -> list[Row | str]:
     text = "".join(source_lines(lines))
     tool_path, base_path = bench.root / f"edit{lines}.py", bench.root / f"edit{lines}_raw.py"
@@ -251,42 +169,6 @@ async def case_edit(lines: int, reps: int, bench: Bench) -> list[Row | str]:
     )
     size = f"{len(text) / 1e6:.1f} MB"
     return [Row(f"edit, {lines // 1000}k-line file ({size})", "ms", *times)]
-
-
-def codex_patch(files: list[str], edits: list[tuple[tuple[str, str, str], str]]) -> str:
-    """One single-line update hunk per file, with a line of context on each side."""
-    hunks = [
-        f"*** Update File: {name}\n@@\n {before}\n-{old}\n+{new}\n {after}\n"
-        for name, ((before, old, after), new) in zip(files, edits, strict=True)
-    ]
-    return "*** Begin Patch\n" + "".join(hunks) + "*** End Patch\n"
-
-
-async def case_patch50(bench: Bench) -> list[Row | str]:
-    if "apply_patch" not in bench.fs.tool_names():
-        return ["apply_patch: not available"]
-    lines = source_lines(200)
-    middle = [line.rstrip("\n") for line in lines[99:102]]
-    names = [f"patched/mod{i:02d}.py" for i in range(PATCH_FILES)]
-    for folder in ("patched", "patched_raw"):
-        (bench.root / folder).mkdir()
-        for i in range(PATCH_FILES):
-            (bench.root / folder / f"mod{i:02d}.py").write_text("".join(lines))
-    edited = middle[1] + "  # patched"
-    forward = codex_patch(names, [((middle[0], middle[1], middle[2]), edited)] * PATCH_FILES)
-    back = codex_patch(names, [((middle[0], edited, middle[2]), middle[1])] * PATCH_FILES)
-    patches, pairs = flip(forward, back), flip((middle[1], edited), (edited, middle[1]))
-    raw_paths = [bench.root / "patched_raw" / f"mod{i:02d}.py" for i in range(PATCH_FILES)]
-
-    def raw_patch() -> None:
-        old, new = pairs()
-        for path in raw_paths:
-            raw_edit(path, old, new)
-
-    patch = await bench.pair(
-        lambda: bench.fs.call("apply_patch", {"patch": patches()}), raw_patch, 15
-    )
-    return [Row(f"apply_patch, {PATCH_FILES} files", "ms", *patch)]
 
 
 def grep_tree(root: Path) -> None:
@@ -341,10 +223,8 @@ Cases = dict[str, Callable[[Bench], Awaitable[list[Row | str]]]]
 CASES: Cases = {
     "read4k": case_read4k,
     "read1m": case_read1m,
-    "write1m": case_write1m,
     "edit10k": functools.partial(case_edit, 10_000, 30),
     "edit100k": functools.partial(case_edit, 100_000, 10),
-    "patch50": case_patch50,
     "grep": case_grep,
     "guard": case_guard,
 }
@@ -367,17 +247,6 @@ def format_row(row: Row) -> str:
     return "  ".join(cells)
 
 
-def mount_type(path: Path) -> str:
-    """The file system type under ``path``: fsync and rename costs depend on it."""
-    try:
-        mounts = [line.split() for line in Path("/proc/mounts").read_text().splitlines()]
-    except OSError:
-        return "unknown"
-    target = str(path.resolve()) + "/"
-    under = [m for m in mounts if len(m) > 2 and target.startswith(m[1].rstrip("/") + "/")]
-    return max(under, key=lambda m: len(m[1]))[2] if under else "unknown"
-
-
 def header(provider: str, workdir: Path) -> list[str]:
     affinity = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else "?"
     return [
@@ -391,13 +260,6 @@ def header(provider: str, workdir: Path) -> list[str]:
         "# times: median (p90) of repeated runs after warm-up; raw = the same job in plain "
         "Python (rg for grep), measured in turns with the tool in the same run",
     ]
-
-
-def make_provider(name: str, root: Path) -> Provider:
-    if name == "linux":
-        assert LinuxSandboxProvider is not None
-        return LinuxSandboxProvider(root, SandboxPolicy())
-    return LocalProvider()
 
 
 async def run(args: argparse.Namespace, workdir: Path, cases: Cases = CASES) -> list[str]:

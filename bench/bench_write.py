@@ -1,12 +1,13 @@
 """What writing and editing cost with review, audit and the undo journal, against plain Python.
 
-Run: ``.venv/bin/python bench/bench_write.py [--quick] [--only write1m,edit100k]
+Run: ``.venv/bin/python bench/bench_write.py [--quick] [--only journal4k,edit100k]
 [--provider local|linux] [--output FILE]``.
 
-The rows of ``bench_tools.py`` that change files, with their targets, plus the
-undo journal's cost as it fills (a 4 KB write with an empty journal and with 220
-entries, and the two against each other) and a 500-file commit through the
-provider's commit primitive against a loop of plain temp + fsync + rename.
+Edits of large files (the 4 KB write and edit, the 1 MB write and the patches
+are ``run_all``'s figures), the undo journal's cost as it fills (a 4 KB write
+with an empty journal and with 220 entries, and the two against each other) and
+a 500-file commit through the provider's commit primitive against a loop of
+plain temp + fsync + rename.
 Same harness and format as ``bench_tools.py``: the tool and its baseline are
 measured in turns in one run; medians (p90) and their ratio.
 """
@@ -15,19 +16,18 @@ from __future__ import annotations
 
 import sys
 
+from baselines import raw_atomic_write
 from bench_tools import (
     Bench,
     Cases,
     Row,
     Target,
     case_edit,
-    case_write1m,
     flip,
     main,
     make_provider,
-    raw_atomic_write,
-    source_lines,
 )
+from figure import source_lines
 
 from tinyagent_fs import FileTools
 from tinyagent_fs.audit import AuditLog
@@ -38,14 +38,6 @@ JOURNAL_FILL = 220
 """More than the 200 entries the journal keeps, so that pruning is part of the run."""
 COMMIT_FILES = 500
 SMALL = 4096
-
-
-async def case_write1m_target(bench: Bench) -> list[Row | str]:
-    rows = await case_write1m(bench)
-    first = rows[0]
-    assert isinstance(first, Row)
-    first.target = Target("<= 1.5x raw", 1.5, on_ratio=True)  # the issue's baseline: no dir fsync
-    return rows
 
 
 async def case_edit100k_target(bench: Bench) -> list[Row | str]:
@@ -157,7 +149,6 @@ async def case_commit500(bench: Bench) -> list[Row | str]:
 
 
 CASES: Cases = {
-    "write1m": case_write1m_target,
     "journal4k": case_journal,
     "edit10k": lambda bench: case_edit(10_000, 30, bench),
     "edit100k": case_edit100k_target,

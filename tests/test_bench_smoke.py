@@ -109,16 +109,3 @@ def test_ab_bench_runs_both_trees_in_turns_and_reports_paired_ratios(tmp_path: P
     assert any(
         re.match(r"wall: HEAD .* median of per-round ratios x\d+\.\d\d$", line) for line in written
     )
-
-
-def test_small_calls_bench_writes_each_figure_with_its_target_under_its_command(
-    tmp_path: Path,
-) -> None:
-    arguments = ("--quick", "--providers", "local", "--only", "files")
-    written = result_file("bench_small_calls.py", tmp_path / "small.txt", *arguments)
-    for row in ("write_file 4 KB", "write_file 1 MB", "edit_file one line of 4 KB"):
-        line = next(line for line in written if line.startswith(row))
-        assert re.search(r"\d+\.\d+x\s+target <= [\d.]+x: (PASS|MISS)$", line), line
-    for files in ("1 file", "5 files", "50 files"):
-        line = next(line for line in written if f"apply_patch {files} vs git apply + fsync" in line)
-        assert re.search(r"target <= [\d.]+x: (PASS|MISS)$", line), line

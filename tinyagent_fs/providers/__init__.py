@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import warnings
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ErrorCode, ToolError
 from ..policy import SandboxPolicy
 from .base import Provider
-from .local import LocalProvider
+
+if TYPE_CHECKING:
+    from .local import LocalProvider
 
 __all__ = [
     "PROVIDER_NAMES",
@@ -20,6 +23,17 @@ __all__ = [
 ]
 
 PROVIDER_NAMES = ("auto", "linux-sandbox", "local")
+
+
+def __getattr__(name: str) -> Any:
+    """``LocalProvider`` on first use: the sandbox worker imports this package on its way
+    to ``worker`` and would otherwise import asyncio it never uses (about 20 ms of every
+    worker's start-up)."""
+    if name == "LocalProvider":
+        from .local import LocalProvider
+
+        return LocalProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class SandboxUnavailableWarning(RuntimeWarning):
@@ -54,6 +68,8 @@ def default_provider(root: Path, policy: SandboxPolicy) -> Provider:
             SandboxUnavailableWarning,
             stacklevel=3,
         )
+        from .local import LocalProvider
+
         return LocalProvider(policy.max_sessions)
 
 
@@ -62,6 +78,8 @@ def make_provider(name: str, root: str | Path, policy: SandboxPolicy | None = No
     chosen = policy or SandboxPolicy()
     resolved = Path(root).resolve()
     if name == "local":
+        from .local import LocalProvider
+
         return LocalProvider(chosen.max_sessions)
     if name == "linux-sandbox":
         return linux_sandbox(resolved, chosen)
