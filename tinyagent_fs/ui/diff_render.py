@@ -65,6 +65,10 @@ DIFF_CSS = """
 .taf-diff td.taf-no { color: var(--jp-ui-font-color3, #999); text-align: right;
   user-select: none; width: 1%; border-right: 1px solid var(--jp-border-color2, #ddd); }
 .taf-diff td.taf-sign { user-select: none; width: 1%; }
+.taf-diff.taf-side-by-side table { table-layout: fixed; }
+.taf-diff.taf-side-by-side col.taf-no-col { width: calc(5ch + 12px); }
+.taf-diff.taf-side-by-side col.taf-code-col { width: 50%; }
+.taf-diff.taf-side-by-side td.taf-code { white-space: pre-wrap; overflow-wrap: anywhere; }
 .taf-diff tr.taf-add td.taf-code, .taf-diff tr.taf-add td.taf-sign,
 .taf-diff td.taf-code.taf-add { background: rgba(46, 160, 67, 0.18); }
 .taf-diff tr.taf-del td.taf-code, .taf-diff tr.taf-del td.taf-sign,
@@ -134,7 +138,10 @@ def render_changeset(
             f'<tr class="taf-more"><td colspan="{COLUMNS}">… {total - shown} more diff lines '
             "not shown</td></tr>"
         )
-    table = f'<div class="taf-diff"><table>{"".join(rows)}</table></div>'
+    # Side by side, each column keeps half the width and wraps its long lines, so
+    # the new text never ends up scrolled off the right edge of a notebook.
+    columns = _SIDE_COLUMNS if view == "side-by-side" else ""
+    table = f'<div class="taf-diff taf-{view}"><table>{columns}{"".join(rows)}</table></div>'
     return RenderedDiff(table, shown, total)
 
 
@@ -284,6 +291,11 @@ def _row(css: str, old_no: str, new_no: str, sign: str, code: str) -> str:
         f'<td class="taf-sign">{sign}</td><td class="taf-code">{code}</td></tr>'
     )
 
+
+_SIDE_COLUMNS = (
+    '<colgroup><col class="taf-no-col"><col class="taf-code-col">'
+    '<col class="taf-no-col"><col class="taf-code-col"></colgroup>'
+)
 
 Pair = tuple[DiffLine | None, DiffLine | None]
 """(old side, new side); a hunk or meta line stands alone on the old side."""
