@@ -308,6 +308,33 @@ def test_the_panel_is_restored_after_a_reload(page: Any) -> None:
     shot(page, "06-restored-after-reload")
 
 
+def test_rows_are_buttons_the_keyboard_opens_and_returns_to(page: Any) -> None:
+    """Issue 22: rows were announced as list items, the detail showed UTC, and the
+    focus was lost when a row opened. Keyboard only from the search box."""
+    panel = page.locator(PANEL)
+    rows = panel.get_by_role("list").get_by_role("listitem").get_by_role("button")
+    assert rows.count() >= 3
+    panel.locator(".jp-TinyAgentFS-search").focus()
+    for _ in range(6):
+        page.keyboard.press("Tab")
+        if page.evaluate("() => document.activeElement.matches('.jp-TinyAgentFS-row')"):
+            break
+    first = page.evaluate("() => document.activeElement.dataset.eventId")
+    assert first, "Tab never reached a row"
+    listed = page.locator(f"{ROW}[data-event-id='{first}'] .jp-TinyAgentFS-time").inner_text()
+    for key in ("Enter", " "):
+        page.keyboard.press(key)
+        back = panel.get_by_role("button", name="All events", exact=True)
+        back.wait_for(state="visible")
+        page.wait_for_function("() => document.activeElement.matches('.jp-TinyAgentFS-back')")
+        time_field = panel.locator(".jp-TinyAgentFS-fields dt:has-text('Time') + dd")
+        assert time_field.inner_text() == listed, "the detail shows the time as the list does"
+        page.keyboard.press(key)
+        page.wait_for_function(
+            "(id) => document.activeElement.dataset.eventId === id", arg=first, timeout=5000
+        )
+
+
 def test_the_dark_theme_keeps_denied_calls_distinct(page: Any) -> None:
     choose_theme(page, "JupyterLab Dark")
     page.wait_for_selector("body[data-jp-theme-light='false']", state="attached")

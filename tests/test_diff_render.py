@@ -86,15 +86,13 @@ def test_a_huge_diff_is_collapsed_to_a_preview() -> None:
     assert not full.truncated and "value_9999" in full.html
 
 
-def test_colours_come_from_the_jupyterlab_theme() -> None:
-    for variable in (
-        "--jp-mirror-editor-keyword-color",
-        "--jp-mirror-editor-string-color",
-        "--jp-layout-color0",
-        "--jp-ui-font-color2",
-        "--jp-code-font-family",
-    ):
+def test_the_frame_follows_the_theme_and_syntax_has_a_dark_set() -> None:
+    for variable in ("--jp-layout-color0", "--jp-ui-font-color1", "--jp-code-font-family"):
         assert f"var({variable}" in DIFF_CSS
+    # JupyterLab's own editor colours fall below 4.5:1 on the added and removed
+    # lines (tests/test_browser_contrast.py); a dark theme gets the lighter set.
+    assert ".taf-diff .tok-k { color: #007100; }" in DIFF_CSS
+    assert 'body[data-jp-theme-light="false"] .taf-diff .tok-k { color: #4caf50; }' in DIFF_CSS
 
 
 def test_a_multi_line_string_is_coloured_on_every_line() -> None:

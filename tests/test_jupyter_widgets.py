@@ -162,6 +162,49 @@ async def test_deny_passes_the_reason(tmp_path: Path) -> None:
     assert "Denied" in card.widget.record and "keep the greeting" in card.widget.record
 
 
+async def test_after_modify_the_record_and_details_show_what_was_written(
+    tmp_path: Path,
+) -> None:
+    hook = interactive_hook()
+    call = change_call(tmp_path)
+    task = await started(hook, call)
+    card = hook.pending[call.call_id].card
+    from_page(card, "modify", files={"a.txt": "hello reviewer\nand more\n"})
+    await task
+    record, heading = card.widget.record, card.widget.heading
+    assert "Modified" in record and "a person's version ran" in record
+    assert "+2 −1" in record, record  # the written version's counts, not the proposal's +1 −1
+    assert "Approval needed" not in heading and "What ran" in heading
+    shown = card.widget.diff["unified"]["html"]
+    assert "reviewer" in shown and "and more" in shown and "there" not in shown
+    assert "world" in shown  # the diff is against the file as it was
+
+
+async def test_after_modified_arguments_the_details_show_the_new_ones(tmp_path: Path) -> None:
+    hook = interactive_hook()
+    call = command_call()
+    task = await started(hook, call)
+    card = hook.pending[call.call_id].card
+    from_page(card, "modify", arguments='{"command": "pytest -x", "workdir": "src"}')
+    await task
+    assert "pytest -x" in card.widget.details and "pytest -q" not in card.widget.details
+    assert "pytest -x" in card.widget.record
+
+
+async def test_a_denied_record_says_nothing_was_changed(tmp_path: Path) -> None:
+    hook = interactive_hook()
+    call = change_call(tmp_path)
+    task = await started(hook, call)
+    card = hook.pending[call.call_id].card
+    from_page(card, "deny", reason="keep the patch")
+    await task
+    record = card.widget.record
+    assert "Denied" in record and "nothing was changed; proposed:" in record
+    assert "reason: keep the patch" in record
+    assert "Approval needed" not in card.widget.heading
+    assert "Not run, nothing was changed" in card.widget.heading
+
+
 async def test_deny_without_a_reason_says_who_denied(tmp_path: Path) -> None:
     hook = interactive_hook()
     call = change_call(tmp_path)

@@ -43,11 +43,23 @@ export class AuditPanel extends Widget {
 
   /** Show one event in full, with its diff. */
   async openEvent(summary: IAuditSummary): Promise<void> {
+    // The row that had the focus is hidden now: the focus moves with the person,
+    // to the detail and then its back button, and back to the row after.
+    const keyboard = this.node.contains(document.activeElement);
+    this._opened = summary.event_id;
     this._detail.replaceChildren(this._note(this._trans.__('Loading…')));
     this._showDetail(true);
+    if (keyboard) {
+      this._detail.focus();
+    }
     try {
       const event = await this._model.fetchEvent(summary);
       this._detail.replaceChildren(...this._renderDetail(event));
+      if (keyboard) {
+        this._detail
+          .querySelector<HTMLElement>('.jp-TinyAgentFS-back')
+          ?.focus();
+      }
     } catch (reason) {
       this._detail.replaceChildren(
         this._backButton(),
@@ -102,6 +114,7 @@ export class AuditPanel extends Widget {
     this._overview.className = 'jp-TinyAgentFS-overview';
     this._overview.append(filters, this._list, this._older);
     this._detail.className = 'jp-TinyAgentFS-detail';
+    this._detail.tabIndex = -1;
     this._showDetail(false);
     this.node.append(header, this._overview, this._detail);
   }
@@ -126,7 +139,14 @@ export class AuditPanel extends Widget {
     this._status.dataset.mode = model.mode;
     this._status.title = model.error || model.facets?.log || '';
     this._fillFilters();
-    const rows = model.events.map(event => this._row(event));
+    // Each row a list item holding one button: read as "button, <event>", and
+    // Enter or Space opens it like a click.
+    const rows: HTMLElement[] = model.events.map(event => {
+      const item = document.createElement('div');
+      item.setAttribute('role', 'listitem');
+      item.append(this._row(event));
+      return item;
+    });
     if (!rows.length) {
       rows.push(
         this._note(
@@ -219,7 +239,6 @@ export class AuditPanel extends Widget {
     const row = document.createElement('button');
     row.type = 'button';
     row.className = 'jp-TinyAgentFS-row';
-    row.setAttribute('role', 'listitem');
     row.dataset.eventId = event.event_id;
     row.dataset.outcome = event.outcome;
     row.classList.toggle('jp-mod-denied', event.denied);
@@ -283,7 +302,7 @@ export class AuditPanel extends Widget {
     heading.classList.toggle('jp-mod-denied', event.denied);
     heading.classList.toggle('jp-mod-security', event.security_violation);
     const fields: [string, string][] = [
-      [trans.__('Time'), event.timestamp],
+      [trans.__('Time'), formatTime(event.timestamp)],
       [trans.__('Session'), event.session_id],
       [trans.__('User'), event.user],
       [
@@ -348,8 +367,21 @@ export class AuditPanel extends Widget {
     const back = document.createElement('button');
     back.type = 'button';
     back.className = 'jp-mod-styled jp-TinyAgentFS-back';
-    back.textContent = this._trans.__('← All events');
-    back.addEventListener('click', () => this._showDetail(false));
+    // The arrow is decoration: the button's name is the words alone.
+    const arrow = document.createElement('span');
+    arrow.setAttribute('aria-hidden', 'true');
+    arrow.textContent = '← ';
+    back.append(arrow, this._trans.__('All events'));
+    back.addEventListener('click', () => {
+      this._showDetail(false);
+      const rows = this._list.querySelectorAll<HTMLElement>(
+        '.jp-TinyAgentFS-row'
+      );
+      const row = Array.from(rows).find(
+        r => r.dataset.eventId === this._opened
+      );
+      (row ?? this._search).focus();
+    });
     return back;
   }
 
@@ -399,6 +431,7 @@ export class AuditPanel extends Widget {
   private _older = document.createElement('button');
   private _overview = document.createElement('div');
   private _detail = document.createElement('div');
+  private _opened = '';
 }
 
 export namespace AuditPanel {

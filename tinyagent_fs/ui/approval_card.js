@@ -43,7 +43,14 @@ let cards = 0;
 
 function render({ model, el }) {
   const id = `taf-card-${++cards}`;
-  const root = h("div", { class: "taf-card" });
+  // A region named by its heading, focusable from script: a new card takes the
+  // focus so the keyboard reaches Approve in a few Tabs, not through the sidebar.
+  const root = h("div", {
+    class: "taf-card",
+    role: "region",
+    tabindex: "-1",
+    "aria-labelledby": `${id}-heading`,
+  });
   el.append(root);
   // What this page shows; none of it is sent anywhere.
   const local = { view: "unified", full: null, editors: null, waiting: new Set() };
@@ -94,6 +101,7 @@ function render({ model, el }) {
   function drawOpen() {
     const heading = trusted(model.get("heading"));
     heading.className = "taf-heading";
+    heading.id = `${id}-heading`;
     const shown = details();
     const form = h("div", { class: "taf-form" });
     const boxes = {};
@@ -134,6 +142,9 @@ function render({ model, el }) {
   }
 
   function answer(message) {
+    // The controls are disabled while the kernel answers; the focus waits on the
+    // card itself instead of falling to <body>, and moves to the record after.
+    if (root.contains(document.activeElement)) root.focus();
     // The whole form goes with the decision, as the page shows it right now.
     message.trust_path = Boolean(open.boxes.path && open.boxes.path.checked);
     message.trust_tool = Boolean(open.boxes.tool && open.boxes.tool.checked);
@@ -244,8 +255,10 @@ function render({ model, el }) {
   function drawClosed() {
     const record = trusted(model.get("record"));
     record.className = "taf-record";
+    record.tabIndex = -1;
     const heading = trusted(model.get("heading"));
     heading.className = "taf-heading";
+    heading.id = `${id}-heading`;
     const folded = h("details", { class: "taf-folded" }, h("summary", {}, "Details"));
     folded.append(heading, details());
     root.append(record, folded);
@@ -258,10 +271,26 @@ function render({ model, el }) {
     if (model.get("closed")) {
       open = null;
       drawClosed();
-      if (focused) root.querySelector("summary").focus();
+      if (focused) root.querySelector(".taf-record").focus();
     } else {
       open = drawOpen();
     }
+  }
+
+  // Someone typing (a cell's editor, another card's reason) keeps the focus.
+  function typingElsewhere() {
+    const active = document.activeElement;
+    if (!active || active === document.body || root.contains(active)) return false;
+    return active.matches("input, textarea, select, [contenteditable=''], [contenteditable=true]");
+  }
+
+  function takeFocus(tries) {
+    // The output area attaches the card to the page a moment after render().
+    if (!root.isConnected) {
+      if (tries > 0) setTimeout(() => takeFocus(tries - 1), 50);
+      return;
+    }
+    if (!typingElsewhere()) root.focus();
   }
 
   function onMessage(message) {
@@ -293,6 +322,7 @@ function render({ model, el }) {
   model.on("change:closed", draw);
   model.on("msg:custom", onMessage);
   draw();
+  if (!model.get("closed")) takeFocus(40);
   return () => {
     model.off("change:closed", draw);
     model.off("msg:custom", onMessage);

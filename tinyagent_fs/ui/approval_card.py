@@ -42,6 +42,7 @@ from .call_text import (
     editable_texts,
     record_html,
     summary_text,
+    written_call,
 )
 from .config import TinyAgentFS
 from .diff_render import DIFF_CSS, render_changeset
@@ -99,7 +100,9 @@ class ApprovalCard:
         self.closed = False
         self.error = ""
         self.summary = summary_text(call)
-        self.heading = _heading_html(call, self.summary, policy_note)
+        self.shown = call
+        """What the details show: the proposal, then what ran once a person edited it."""
+        self.heading = _heading_html(call, "Approval needed", self.summary, policy_note)
         trust: dict[str, str] = {}
         if can_trust:
             if self._paths():
@@ -121,15 +124,15 @@ class ApprovalCard:
         return self.call.changeset.relative_paths() if self.call.changeset else []
 
     def _diff(self, limit: int | None) -> dict[str, Any]:
-        if self.call.changeset is None:
+        if self.shown.changeset is None:
             return {}
         shown: dict[str, Any] = {}
         for view in VIEWS:
             rendered = render_changeset(
-                self.call.changeset,
+                self.shown.changeset,
                 view,
                 limit,
-                diff=self.call.diff or None,
+                diff=self.shown.diff or None,
                 highlight_max_bytes=self.settings.highlight_max_bytes,
             )
             shown[view] = {
@@ -160,7 +163,7 @@ class ApprovalCard:
 
     def _load(self, what: Any) -> None:
         """Send what the page asked for: the whole diff, or the texts to edit."""
-        if what == "full-diff" and self.call.changeset is not None:
+        if what == "full-diff" and self.shown.changeset is not None:
             self.widget.send({"loaded": "full-diff", **self._diff(None)})
         elif what == "editors":
             if self.call.changeset is not None:
@@ -228,26 +231,49 @@ class ApprovalCard:
         self._on_answer(decision, trust)
 
     def close(self, decision: Decision, how: str = "") -> None:
-        """Freeze the card: no more answers, one line of record, the details folded away."""
+        """Freeze the card: no more answers, one line of record, the details folded away.
+
+        The record and the details then show what ran: after Modify, the person's
+        version and its diff against the file as it was, not the model's proposal.
+        """
         self.closed = True
-        self.record = record_html(self.call, self.summary, decision, how)
+        self.shown = written_call(self.call, decision)
+        summary = self.summary if self.shown is self.call else summary_text(self.shown)
+        self.record = record_html(self.shown, summary, decision, how)
         with self.widget.hold_sync():
+            self.widget.heading = _heading_html(self.shown, _DECIDED[decision.verdict], summary)
+            if self.shown is not self.call:
+                self.widget.diff = self._diff(self.settings.diff_preview_lines)
+                self.widget.details = _arguments_html(self.shown) if not self.widget.diff else ""
             self.widget.record = self.record
             self.widget.closed = True
 
 
-def _heading_html(call: ToolCall, summary: str, policy_note: str) -> str:
+_DECIDED = {
+    Verdict.PROCEED: "Allowed as proposed",
+    Verdict.MODIFY: "What ran: a person's version (its diff against the file as it was)",
+    Verdict.DENY: "Not run, nothing was changed; the model proposed",
+    Verdict.ALTERNATIVE_RESPONSE: "Not run, nothing was changed; the model proposed",
+}
+"""The folded details' heading once the card is a record."""
+
+
+def _heading_html(call: ToolCall, title: str, summary: str, note: str = "") -> str:
     risk = {
         Risk.READ: "read",
         Risk.WRITE: "writes files",
         Risk.DESTRUCTIVE: "deletes",
         Risk.EXECUTE: "runs a command",
     }[call.risk]
+    below = (
+        f'<br><span style="color: var(--jp-ui-font-color2)">{visible_html(note)}</span>'
+        if note
+        else ""
+    )
     return (
         '<div style="font-family: var(--jp-ui-font-family); color: var(--jp-ui-font-color1)">'
-        f"<b>Approval needed</b> · {html.escape(risk)} · <code>{visible_html(summary)}</code>"
-        f'<br><span style="color: var(--jp-ui-font-color2)">{visible_html(policy_note)}</span>'
-        "</div>"
+        f"<b>{html.escape(title)}</b> · {html.escape(risk)} · <code>{visible_html(summary)}</code>"
+        f"{below}</div>"
     )
 
 

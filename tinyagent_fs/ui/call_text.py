@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
@@ -93,25 +94,66 @@ def argument_change_message(old: dict[str, Any], new: dict[str, Any]) -> str:
     return "a person changed the arguments in the notebook: " + "; ".join(changes)
 
 
-def record_html(call: ToolCall, summary: str, decision: Decision, how: str = "") -> str:
-    """The one line that stays once a call is decided: what, who, when.
+def written_call(call: ToolCall, decision: Decision) -> ToolCall:
+    """The call as it ran after ``decision``: a person's edits in place of the proposal.
 
-    ``summary`` is ``summary_text(call)``; every text in the line is marked here.
+    Only for what the record shows; the pipeline re-plans the real call itself
+    (keeping each file's encoding and line endings, which the display does not need).
     """
-    label = {
-        Verdict.PROCEED: "✅ Approved" if decided_by_person(decision.decided_by) else "✅ Allowed",
-        Verdict.MODIFY: "✏️ Modified",
-        Verdict.DENY: "⛔ Denied",
-        Verdict.ALTERNATIVE_RESPONSE: "↩️ Answered",
-    }[decision.verdict]
+    if decision.verdict is not Verdict.MODIFY:
+        return call
+    if decision.modified_args is not None and call.changeset is None:
+        return replace(call, args=decision.modified_args)
+    edited = decision.modified_content or {}
+    if call.changeset is None or not edited:
+        return call
+    root = call.changeset.root
+    changes = tuple(
+        replace(
+            change,
+            new_text=edited[target],
+            new_bytes=edited[target].encode("utf-8"),
+            line_opcodes=None,
+            planned_diff=None,
+        )
+        if (target := relative_path(change.dest or change.path, root)) in edited
+        and change.new_bytes is not None
+        else change
+        for change in call.changeset.changes
+    )
+    changeset = call.changeset.with_changes(changes)
+    return replace(call, changeset=changeset, diff=changeset.unified_diff())
+
+
+_VERDICTS = {
+    Verdict.MODIFY: ("Modified", "a person's version ran instead of the proposal", "warn"),
+    Verdict.DENY: ("Denied", "nothing was changed; proposed", "error"),
+    Verdict.ALTERNATIVE_RESPONSE: ("Answered instead", "nothing was changed; proposed", "info"),
+}
+
+
+def record_html(call: ToolCall, summary: str, decision: Decision, how: str = "") -> str:
+    """The one line that stays once a call is decided: what, who, when, and what it did.
+
+    ``call`` and ``summary`` are what ran (``written_call``); every text is marked
+    here. The verdict is a word, not an emoji: a browser without an emoji font
+    shows words too. Its colour is a border, so no text depends on it.
+    """
+    if decision.verdict is Verdict.PROCEED:
+        person = decided_by_person(decision.decided_by)
+        label, what, tone = ("Approved" if person else "Allowed", "", "success")
+    else:
+        label, what, tone = _VERDICTS[decision.verdict]
     when = datetime.now().strftime("%H:%M:%S")
-    reason = f": {decision.message}" if decision.verdict is Verdict.DENY else ""
+    reason = decision.message if decision.verdict is Verdict.DENY else ""
     extra = f" ({visible_html(how)})" if how else ""
+    said = f" · reason: {visible_html(_first_line(reason))}" if reason else ""
     return (
-        f'<div style="font-family: var(--jp-ui-font-family); '
-        f'color: var(--jp-ui-font-color1)"><b>{label}</b>{extra} by '
-        f"{visible_html(decision.decided_by or 'unknown')} at {when} · "
-        f"<code>{visible_html(summary)}</code>{visible_html(_first_line(reason))}</div>"
+        f'<div class="taf-verdict" data-verdict="{decision.verdict.value}" '
+        'style="font-family: var(--jp-ui-font-family); color: var(--jp-ui-font-color1); '
+        f'border-left: 4px solid var(--jp-{tone}-color1); padding-left: 6px">'
+        f"<b>{label}</b>{extra} by {visible_html(decision.decided_by or 'unknown')} at {when}"
+        f" · {what + ': ' if what else ''}<code>{visible_html(summary)}</code>{said}</div>"
     )
 
 

@@ -1,9 +1,9 @@
 """A ChangeSet as HTML: unified or side by side, coloured, and cut short when huge.
 
-The colours come from JupyterLab's theme variables (``--jp-mirror-editor-*`` for
-syntax, ``--jp-layout-color*`` and ``--jp-ui-font-color*`` for the frame), each
-with a light fallback, so a diff reads as well in a dark theme as the editor
-does. Added and removed lines use translucent backgrounds that sit on either.
+The frame takes JupyterLab's theme variables (``--jp-layout-color*``,
+``--jp-ui-font-color*``); syntax colours and line numbers come in a light and a
+dark set, chosen by the theme's ``data-jp-theme-light``, each reading at WCAG AA
+on the translucent added and removed backgrounds, which sit on either theme.
 
 Rendering is bounded: at most ``max_lines`` diff lines become HTML and the
 result says how many were left out, so the widget can offer "show all" instead
@@ -38,51 +38,66 @@ COLUMNS = 4
 VIEWS = ("unified", "side-by-side")
 
 _SYNTAX_COLOURS: dict[str, tuple[str, str]] = {
-    "k": ("keyword", "#008000"),
-    "nb": ("builtin", "#008000"),
-    "bp": ("builtin", "#008000"),
-    "nf": ("def", "#0000ff"),
-    "nc": ("def", "#0000ff"),
-    "nd": ("meta", "#aa22ff"),
-    "na": ("attribute", "#7d9029"),
-    "nt": ("tag", "#008000"),
-    "s": ("string", "#ba2121"),
-    "m": ("number", "#080"),
-    "c": ("comment", "#408080"),
-    "o": ("operator", "#aa22ff"),
-    "ow": ("keyword", "#aa22ff"),
-    "p": ("punctuation", "#05a"),
-    "gh": ("header", "#0000ff"),
-    "err": ("error", "#f00"),
+    "k": ("#007100", "#4caf50"),
+    "nb": ("#007100", "#46a74a"),
+    "bp": ("#007100", "#46a74a"),
+    "nf": ("#0000ff", "#3997e8"),
+    "nc": ("#0000ff", "#3997e8"),
+    "nd": ("#9200ee", "#c569ff"),
+    "na": ("#0000cc", "#64b5f6"),
+    "nt": ("#007100", "#42a847"),
+    "s": ("#ba2121", "#ff7070"),
+    "m": ("#007400", "#66bb6a"),
+    "c": ("#366c6c", "#4f9f9f"),
+    "o": ("#9200ee", "#d48fff"),
+    "ow": ("#9200ee", "#d48fff"),
+    "p": ("#0055aa", "#42a5f5"),
+    "gh": ("#0000ff", "#2196f3"),
+    "err": ("#c70000", "#ff5757"),
 }
-"""Short pygments class -> (``--jp-mirror-editor-<name>-color``, fallback)."""
+"""Short pygments class -> (colour in a light theme, in a dark theme).
 
-DIFF_CSS = """
+JupyterLab's editor colours, darkened or lightened until each reads at 4.8:1 or
+more on every background a diff line has (plain, added, removed, file row): the
+theme's own ones fall to 3.2:1 on the added and removed lines.
+tests/test_browser_contrast.py measures them in the browser."""
+DARK = 'body[data-jp-theme-light="false"]'
+
+DIFF_CSS = (
+    """
 .taf-diff { font-family: var(--jp-code-font-family, monospace);
   font-size: var(--jp-code-font-size, 13px); color: var(--jp-content-font-color1, #000);
   background: var(--jp-layout-color0, #fff); border: 1px solid var(--jp-border-color2, #ddd);
   border-radius: 2px; overflow-x: auto; max-height: 32em; overflow-y: auto; }
 .taf-diff table { border-collapse: collapse; width: 100%; table-layout: auto; }
 .taf-diff td { padding: 0 6px; white-space: pre; vertical-align: top; line-height: 1.4; }
-.taf-diff td.taf-no { color: var(--jp-ui-font-color3, #999); text-align: right;
+.taf-diff td.taf-no { color: #616161; text-align: right;
   user-select: none; width: 1%; border-right: 1px solid var(--jp-border-color2, #ddd); }
 .taf-diff td.taf-sign { user-select: none; width: 1%; }
+.taf-diff.taf-side-by-side table { table-layout: fixed; }
+.taf-diff.taf-side-by-side col.taf-no-col { width: calc(5ch + 12px); }
+.taf-diff.taf-side-by-side col.taf-code-col { width: 50%; }
+.taf-diff.taf-side-by-side td.taf-code { white-space: pre-wrap; overflow-wrap: anywhere; }
 .taf-diff tr.taf-add td.taf-code, .taf-diff tr.taf-add td.taf-sign,
 .taf-diff td.taf-code.taf-add { background: rgba(46, 160, 67, 0.18); }
 .taf-diff tr.taf-del td.taf-code, .taf-diff tr.taf-del td.taf-sign,
 .taf-diff td.taf-code.taf-del { background: rgba(248, 81, 73, 0.18); }
 .taf-diff td.taf-code.taf-empty { background: var(--jp-layout-color2, #eee); }
-.taf-diff tr.taf-hunk td { color: var(--jp-ui-font-color2, #555);
+.taf-diff tr.taf-hunk td { color: var(--jp-ui-font-color1, #000);
   background: var(--jp-layout-color2, #f0f0f0); }
 .taf-diff tr.taf-file td { font-weight: bold; color: var(--jp-ui-font-color1, #000);
   background: var(--jp-layout-color1, #fafafa);
   border-top: 1px solid var(--jp-border-color1, #bbb); padding: 2px 6px; }
-.taf-diff tr.taf-meta td { color: var(--jp-ui-font-color2, #555); font-style: italic; }
-.taf-diff tr.taf-more td { color: var(--jp-ui-font-color2, #555);
+.taf-diff tr.taf-meta td { color: var(--jp-ui-font-color1, #000); font-style: italic; }
+.taf-diff tr.taf-more td { color: var(--jp-ui-font-color1, #000);
   background: var(--jp-layout-color2, #eee); text-align: center; }
-""" + "".join(
-    f".taf-diff .tok-{short} {{ color: var(--jp-mirror-editor-{name}-color, {fallback}); }}\n"
-    for short, (name, fallback) in _SYNTAX_COLOURS.items()
+"""
+    + "".join(
+        f".taf-diff .tok-{short} {{ color: {light}; }}\n"
+        f"{DARK} .taf-diff .tok-{short} {{ color: {dark}; }}\n"
+        for short, (light, dark) in _SYNTAX_COLOURS.items()
+    )
+    + f"{DARK} .taf-diff td.taf-no {{ color: #a8a8a8; }}\n"
 )
 
 
@@ -164,7 +179,12 @@ class DiffTable:
                 f'<tr class="taf-more"><td colspan="{COLUMNS}">… {total - shown} more diff '
                 "lines not shown</td></tr>",
             ]
-        table = f'<div class="taf-diff"><table>{"".join(rows)}</table></div>'
+        # Side by side, each column keeps half the width and wraps its long lines, so
+        # the new text never ends up scrolled off the right edge of a notebook.
+        columns = _SIDE_COLUMNS if self.view == "side-by-side" else ""
+        table = (
+            f'<div class="taf-diff taf-{self.view}"><table>{columns}{"".join(rows)}</table></div>'
+        )
         return RenderedDiff(table, shown, total)
 
 
@@ -314,6 +334,11 @@ def _row(css: str, old_no: str, new_no: str, sign: str, code: str) -> str:
         f'<td class="taf-sign">{sign}</td><td class="taf-code">{code}</td></tr>'
     )
 
+
+_SIDE_COLUMNS = (
+    '<colgroup><col class="taf-no-col"><col class="taf-code-col">'
+    '<col class="taf-no-col"><col class="taf-code-col"></colgroup>'
+)
 
 Pair = tuple[DiffLine | None, DiffLine | None]
 """(old side, new side); a hunk or meta line stands alone on the old side."""
