@@ -81,6 +81,7 @@ demo-terminal:
 lint: $(STAMP) $(LABEXT)
 	$(BIN)/ruff check $(PY_SOURCES)
 	$(BIN)/ruff format --check $(PY_SOURCES)
+	$(BIN)/lint-imports --no-cache
 	cd labextension && $(WITH_VENV) jlpm prettier:check
 
 test: lint $(LABEXT)

@@ -13,8 +13,8 @@ import pytest
 
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
+from tinyagent_fs.result import ToolResult
 from tinyagent_fs.tools.facade import FileTools
-from tinyagent_fs.tools.result import ToolResult
 
 ALLOW_NO_SANDBOX = "TINYAGENT_FS_ALLOW_NO_SANDBOX"
 SECRET = b"TOP-SECRET-OUTSIDE-THE-ROOT\n"

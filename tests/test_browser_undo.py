@@ -30,7 +30,7 @@ CELLS = [
 from pathlib import Path
 from tinyagent_fs import FileTools
 from tinyagent_fs.hooks.race import FirstAnswer
-from tinyagent_fs.hooks.undo_listener import UndoListener
+from tinyagent_fs.integrations.undo_listener import UndoListener
 from tinyagent_fs.hooks.web import WebApprovalHook
 from tinyagent_fs.ui import JupyterHook
 

@@ -19,7 +19,7 @@ from tinyagent_fs import FileTools
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
-from tinyagent_fs.tools.result import ToolResult
+from tinyagent_fs.result import ToolResult
 
 from .sandbox_support import git, require_sandbox
 

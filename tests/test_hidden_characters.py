@@ -25,10 +25,10 @@ from tinyagent_fs.display_safe import visible, visible_html
 from tinyagent_fs.hooks.decision import Decision, Risk, ToolCall
 from tinyagent_fs.hooks.policies import RiskBasedPolicy, decided_by_person
 from tinyagent_fs.hooks.terminal import TerminalHook
+from tinyagent_fs.render.diff_render import render_changeset
 from tinyagent_fs.ui import AuditTable, JupyterHook
 from tinyagent_fs.ui import jupyter as jupyter_ui
 from tinyagent_fs.ui.call_text import summary_text
-from tinyagent_fs.ui.diff_render import render_changeset
 
 from .card_support import from_page, to_page
 

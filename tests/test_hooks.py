@@ -14,7 +14,7 @@ from tinyagent_fs.hooks import (
     RiskBasedPolicy,
     ToolCall,
 )
-from tinyagent_fs.tools.result import ToolResult
+from tinyagent_fs.result import ToolResult
 
 
 class Recorder:

@@ -20,8 +20,8 @@ from tests.jupyter_process import JupyterProcess, start_jupyter
 from tests.test_approval_broker import call, decide, wait_pending
 from tinyagent_fs import FileTools
 from tinyagent_fs.audit import AuditLog
-from tinyagent_fs.hooks.undo_listener import UndoListener
 from tinyagent_fs.hooks.web import WebApprovalHook
+from tinyagent_fs.integrations.undo_listener import UndoListener
 from tinyagent_fs.journal import UndoJournal
 from tinyagent_fs.server.undo_requests import TOOLKIT_GONE, UndoRequestError, UndoRequests
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from ..changes import ChangeSet
 
 if TYPE_CHECKING:
-    from ..tools.result import ToolResult
+    from ..result import ToolResult
 
 
 class Risk(str, Enum):

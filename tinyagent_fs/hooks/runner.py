@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from .decision import Decision, ToolCall, Verdict
 
 if TYPE_CHECKING:
-    from ..tools.result import ToolResult
+    from ..result import ToolResult
 
 Replan = Callable[[ToolCall, Decision], Awaitable[ToolCall]]
 """Turns a MODIFY decision into the call that will now run (re-planned)."""

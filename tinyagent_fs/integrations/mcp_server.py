@@ -18,12 +18,12 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .. import __version__
+from .._version import __version__
 from ..audit import AuditEvent, AuditLog, summarise_arguments
 from ..errors import ErrorCode, ToolError
 from ..limits import ResourceLimiter
+from ..result import ToolResult
 from ..tools.registry import tool_table
-from ..tools.result import ToolResult
 from .mcp_approval import CURRENT_REQUEST, ClientRequest
 from .mcp_protocol import (
     MODERN_VERSIONS,

@@ -11,7 +11,7 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from ..tools.result import ToolResult
+from ..result import ToolResult
 from ..tools.schema_export import portable_schema
 from ..tools.spec import ToolSpec
 

@@ -39,8 +39,8 @@ from tinyagent import tool
 from ..audit import AuditEvent, AuditLog, summarise_arguments
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
+from ..result import ToolResult
 from ..tools.facade import FileTools
-from ..tools.result import ToolResult
 from ..tools.schema_export import portable_schema
 
 OWNER_ATTRIBUTE = "__tinyagent_fs__"

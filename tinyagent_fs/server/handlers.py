@@ -17,8 +17,8 @@ from jupyter_server.base.handlers import APIHandler
 from jupyter_server.extension.handler import ExtensionHandlerMixin
 from tornado import web
 
-from ..ui.diff_render import DIFF_CSS, VIEWS
-from ..ui.recorded_diff import render_recorded_diff
+from ..render.diff_render import DIFF_CSS, VIEWS
+from ..render.recorded_diff import render_recorded_diff
 from .index import AuditIndex
 from .query import DEFAULT_LIMIT, AuditFilter, find_event, find_page
 from .tailer import SCHEMA_ID, AuditTailer

@@ -14,9 +14,9 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
+from ..result import ToolResult
 from .context import ToolContext
 from .plan import Plan
-from .result import ToolResult
 from .search_tools import grep
 from .spec import ToolSpec, boolean, integer, schema, string
 from .write_tools import plan_edit_file

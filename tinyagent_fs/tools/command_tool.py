@@ -6,8 +6,8 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
+from ..result import ToolResult
 from .context import ToolContext
-from .result import ToolResult
 from .spec import ToolSpec, schema, string
 
 

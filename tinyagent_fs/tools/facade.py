@@ -14,10 +14,10 @@ from ..limits import ResourceLimiter
 from ..policy import SandboxPolicy
 from ..providers import default_provider
 from ..providers.base import Provider
+from ..result import ToolResult
 from .context import ToolContext
 from .pipeline import Pipeline
 from .registry import tool_table
-from .result import ToolResult
 from .schema_export import export_schemas
 
 

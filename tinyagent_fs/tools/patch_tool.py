@@ -10,10 +10,10 @@ from ..errors import ErrorCode, ToolError
 from ..gc_pause import paused_gc
 from ..hooks.decision import Risk
 from ..patch import PlannedFile, parse_patch, plan_patch
+from ..result import ToolResult
 from ..text import UTF8_LF, DecodedText, decode_text, encode_text, has_escaped_bytes
 from .context import ToolContext
 from .plan import Plan
-from .result import ToolResult
 from .spec import ToolSpec, schema, string
 
 

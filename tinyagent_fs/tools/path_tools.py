@@ -13,9 +13,9 @@ from typing import Any
 from ..changes import ChangeKind, ChangeSet, FileChange
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
+from ..result import ToolResult
 from .context import ToolContext
 from .plan import Plan
-from .result import ToolResult
 from .spec import ToolSpec, boolean, schema, string
 
 

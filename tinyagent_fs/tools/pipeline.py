@@ -15,11 +15,11 @@ from ..gc_pause import paused_gc
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
 from ..journal import UndoJournal
+from ..result import ToolResult
 from .command_tool import require_confinement
 from .context import ToolContext
 from .plan import Plan
 from .restore import commit_payload, recover_interrupted
-from .result import ToolResult
 from .spec import ToolSpec
 from .validate import validate_arguments
 

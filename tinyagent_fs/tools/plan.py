@@ -8,8 +8,8 @@ from pathlib import Path
 
 from ..changes import ChangeSet, FileChange
 from ..errors import ErrorCode, ToolError
+from ..result import ToolResult
 from ..text import UTF8_LF, DecodedText, encode_text
-from .result import ToolResult
 
 Renderer = Callable[[ChangeSet, dict], ToolResult]
 

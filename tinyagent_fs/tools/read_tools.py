@@ -10,10 +10,10 @@ from typing import Any
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from ..ops.path_blob import unpack_paths
+from ..result import ToolResult
 from ..text import decode_text, detect_binary_type, split_lines
 from .context import ToolContext
 from .format import number_lines
-from .result import ToolResult
 from .search_tools import too_deep_notes
 from .spec import ToolSpec, integer, schema, string
 

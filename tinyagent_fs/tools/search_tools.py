@@ -8,8 +8,8 @@ from typing import Any
 from ..hooks.decision import Risk
 from ..ops import listing as entry
 from ..ops.path_blob import unpack_paths
+from ..result import ToolResult
 from .context import ToolContext
-from .result import ToolResult
 from .spec import ToolSpec, boolean, integer, schema, string
 
 

@@ -12,9 +12,9 @@ from typing import Any
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from ..providers.sessions import ENDED_WHY, Session
+from ..result import ToolResult
 from ..terminal_text import TerminalText
 from .context import ToolContext
-from .result import ToolResult
 from .spec import ToolSpec, integer, schema, string
 
 SIGNAL_LIMITS = {128 + 24: "cpu_time", 128 + 25: "file_size"}

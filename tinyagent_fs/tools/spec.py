@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING, Any
 from ..hooks.decision import Risk
 
 if TYPE_CHECKING:
+    from ..result import ToolResult
     from .context import ToolContext
     from .plan import Plan
-    from .result import ToolResult
 
 Runner = Callable[["ToolContext", dict[str, Any]], Awaitable["ToolResult"]]
 Planner = Callable[["ToolContext", dict[str, Any]], Awaitable["Plan"]]

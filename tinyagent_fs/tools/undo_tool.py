@@ -8,10 +8,10 @@ from typing import Any
 from ..changes import ChangeKind, ChangeSet
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
+from ..result import ToolResult
 from .context import ToolContext
 from .plan import Plan
 from .restore import changes_back_to_old, check_entry_paths, unchanged_since
-from .result import ToolResult
 from .spec import ToolSpec, schema
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from ..audit import AuditEvent, AuditLog, summarise_arguments
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner
-from .result import ToolResult
+from ..result import ToolResult
 
 
 def wrap_tool(

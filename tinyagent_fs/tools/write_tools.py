@@ -17,11 +17,11 @@ from ..digest import hash_ahead
 from ..edit import EditResult, apply_edit, apply_edits
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
+from ..result import ToolResult
 from ..text import UTF8_LF, DecodedText, decode_text, encode_text, encoded_view, line_count
 from .context import ToolContext
 from .format import short_diff, snippet
 from .plan import Plan
-from .result import ToolResult
 from .spec import ToolSpec, boolean, integer, schema, string
 
 

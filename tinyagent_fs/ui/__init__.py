@@ -1,8 +1,8 @@
-"""Notebook review of tool calls: approval widgets, diff rendering, settings.
+"""Notebook review of tool calls: approval widgets, settings, the audit table.
 
 This is the only part of the package that needs ipywidgets, anywidget and traitlets
-(``pip install tinyagent-fs[jupyter]``). Names are loaded on first use, so
-``tinyagent_fs.ui.diff_render`` works with pygments alone.
+(``pip install tinyagent-fs[jupyter]``). Names are loaded on first use; diffs as
+HTML (``render_changeset``) come from ``tinyagent_fs.render`` and need pygments alone.
 """
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "JupyterHook": "jupyter",
-    "Mode": "jupyter",
-    "PendingApproval": "jupyter",
-    "ApprovalCard": "approval_card",
-    "AuditTable": "audit_table",
-    "LiveSessionView": "session_view",
-    "TinyAgentFS": "config",
-    "load_settings": "config",
-    "render_changeset": "diff_render",
+    "JupyterHook": ".jupyter",
+    "Mode": ".jupyter",
+    "PendingApproval": ".jupyter",
+    "ApprovalCard": ".approval_card",
+    "AuditTable": ".audit_table",
+    "LiveSessionView": ".session_view",
+    "TinyAgentFS": ".config",
+    "load_settings": ".config",
+    "render_changeset": "..render.diff_render",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -29,4 +29,4 @@ def __getattr__(name: str) -> Any:
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    return getattr(importlib.import_module(module, __name__), name)

@@ -36,6 +36,7 @@ import traitlets
 
 from ..display_safe import visible, visible_html
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
+from ..render.diff_render import DIFF_CSS, VIEWS, render_changeset
 from .call_text import (
     argument_change_message,
     content_change_message,
@@ -45,9 +46,7 @@ from .call_text import (
     written_call,
 )
 from .config import TinyAgentFS
-from .diff_render import DIFF_CSS, render_changeset
 
-VIEWS = ("unified", "side-by-side")
 _HERE = Path(__file__).parent
 
 

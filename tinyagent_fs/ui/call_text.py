@@ -16,7 +16,7 @@ from ..changes import ChangeKind, ChangeSet, relative_path
 from ..display_safe import visible, visible_html
 from ..hooks.decision import Decision, ToolCall, Verdict
 from ..hooks.policies import decided_by_person
-from .diff_sections import file_diffs
+from ..render.diff_sections import file_diffs
 
 MESSAGE_DIFF_LINES = 40
 ARG_PREVIEW_CHARS = 60

@@ -35,10 +35,10 @@ from ..hooks.policies import (
     RiskBasedPolicy,
     policy_from_name,
 )
+from ..render.diff_render import DIFF_CSS, render_changeset
 from .approval_card import ApprovalCard, TrustChoice
 from .call_text import record_html, summary_text
 from .config import FRONTEND_ENV, TinyAgentFS, load_settings
-from .diff_render import DIFF_CSS, render_changeset
 from .kernel_bridge import (
     KernelSide,
     current_kernel,

@@ -16,13 +16,15 @@ import asyncio
 import contextlib
 import threading
 from collections import deque
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
 from ..display_safe import visible_html
-from ..providers.sessions import Session
 from ..terminal_text import TerminalText
+
+if TYPE_CHECKING:  # the shape only: the view follows what the toolkit's provider holds
+    from ..providers.sessions import Session
 
 PRE_STYLE = (
     "font-family: var(--jp-code-font-family, monospace); white-space: pre-wrap; margin: 0; "

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .jupyter_servers import JupyterServer, JupyterUnreachable, find_server
+from ..hooks.jupyter_servers import JupyterServer, JupyterUnreachable, find_server
 
 if TYPE_CHECKING:
     from ..tools.facade import FileTools

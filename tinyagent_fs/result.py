@@ -6,7 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ErrorInfo, ToolError
+from .errors import ErrorInfo, ToolError
 
 
 @dataclass(frozen=True)
