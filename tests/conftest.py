@@ -14,7 +14,14 @@ from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.providers import LocalProvider
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 
-PROVIDERS = ["local", "linux"]
+from .sandbox_support import check_sandbox
+
+PROVIDERS = ["local", pytest.param("linux", marks=pytest.mark.sandbox)]
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if item.get_closest_marker("sandbox") is not None:
+        check_sandbox()
 
 
 @pytest.fixture(autouse=True)

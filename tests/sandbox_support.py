@@ -36,15 +36,23 @@ print([fd for fd in range(3, 256) if is_open(fd)])
 
 
 def require_sandbox() -> pytest.MarkDecorator:
-    """Fail the module's collection when Landlock/seccomp are missing, unless allowed."""
+    """Mark tests that need the kernel sandbox (``-m "not sandbox"`` leaves them out);
+    where it cannot run they fail saying why, or skip if asked (see conftest)."""
+    return pytest.mark.sandbox
+
+
+def check_sandbox() -> None:
+    """Fail (or skip, when allowed) a test that needs the sandbox this machine lacks."""
     supported, reason = LinuxSandboxProvider.available()
-    if not supported and os.environ.get(ALLOW_NO_SANDBOX) != "1":
-        pytest.fail(
-            f"the kernel sandbox cannot run on this machine: {reason}. "
-            f"Set {ALLOW_NO_SANDBOX}=1 to skip these tests instead.",
-            pytrace=False,
-        )
-    return pytest.mark.skipif(not supported, reason=reason)
+    if supported:
+        return
+    if os.environ.get(ALLOW_NO_SANDBOX) == "1":
+        pytest.skip(reason)
+    pytest.fail(
+        f"the kernel sandbox cannot run on this machine: {reason}. "
+        f"Set {ALLOW_NO_SANDBOX}=1 to skip these tests instead.",
+        pytrace=False,
+    )
 
 
 @dataclass

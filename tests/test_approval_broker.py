@@ -23,6 +23,8 @@ import pytest
 
 from tests.jupyter_process import JupyterProcess, start_jupyter
 
+pytestmark = pytest.mark.jupyter
+
 REPO = Path(__file__).resolve().parent.parent
 
 

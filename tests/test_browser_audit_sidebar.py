@@ -21,6 +21,8 @@ import pytest
 from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from tests.jupyter_process import JupyterProcess, start_jupyter
 
+pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
+
 ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts" / "browser"
 NOTEBOOK = "agent_edits.ipynb"
 PANEL = "#tinyagent-fs-audit"

@@ -22,6 +22,8 @@ from tests.jupyter_process import JupyterProcess, start_jupyter
 from tests.test_browser_audit_sidebar import ARTIFACTS, run_cell, shot
 from tests.test_jupyter_card_form import named, results, run_setup
 
+pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
+
 NOTEBOOK = "card_keyboard.ipynb"
 MAX_TABS = 8
 """From a new card to its Approve: the diff view's two toggles and two trust boxes first."""

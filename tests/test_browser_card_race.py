@@ -20,6 +20,8 @@ from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from tests.jupyter_process import JupyterProcess, start_jupyter
 from tests.test_browser_audit_sidebar import ARTIFACTS, run_cell, shot, show_audit_panel
 
+pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
+
 NOTEBOOK = "race.ipynb"
 PENDING_ROW = "#tinyagent-fs-audit .jp-TinyAgentFS-pending .jp-TinyAgentFS-pendingRow"
 CELLS = [

@@ -22,6 +22,8 @@ from tests.jupyter_process import JupyterProcess, start_jupyter
 from tests.test_browser_audit_sidebar import ARTIFACTS, choose_theme, run_cell, shot
 from tests.test_jupyter_card_form import named, results, run_setup
 
+pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
+
 NOTEBOOK = "contrast.ipynb"
 AA = 4.5
 THEMES = ("JupyterLab Light", "JupyterLab Dark")

@@ -18,6 +18,8 @@ from tests.test_browser_audit_sidebar import ARTIFACTS, shot, show_audit_panel
 from tinyagent_fs.audit import AuditEvent, AuditLog
 from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
 
+pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
+
 PANEL = "#tinyagent-fs-audit"
 TAB = ".jp-TinyAgentFS-diffTab"
 NAME = "report\u202etxt.py"

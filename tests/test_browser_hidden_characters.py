@@ -28,6 +28,8 @@ from tests.test_browser_audit_sidebar import (
     wait_for_audit,
 )
 
+pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
+
 NOTEBOOK = "hidden_characters.ipynb"
 HIDDEN = "\u202e\u200b\x1b\u2066\u200d"
 CELLS = [

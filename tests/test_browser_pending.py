@@ -24,6 +24,8 @@ from tests.jupyter_process import JupyterProcess, start_jupyter
 from tests.mcp_raw_client import RawServer
 from tests.test_browser_audit_sidebar import ARTIFACTS, shot, show_audit_panel
 
+pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
+
 REPO = Path(__file__).resolve().parent.parent
 SECTION = "#tinyagent-fs-audit .jp-TinyAgentFS-pending"
 ROW = f"{SECTION} .jp-TinyAgentFS-pendingRow"

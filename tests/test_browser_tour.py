@@ -16,6 +16,8 @@ import pytest
 from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from tests.jupyter_process import JupyterProcess, start_jupyter
 
+pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
+
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 SETTLE_S = 3.0
 """How long a freshly opened notebook is watched for a change JupyterLab makes by itself."""

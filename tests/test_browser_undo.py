@@ -22,6 +22,8 @@ from tests.jupyter_process import JupyterProcess, start_jupyter
 from tests.test_browser_audit_sidebar import ARTIFACTS, run_cell, shot, show_audit_panel
 from tinyagent_fs.audit import AuditEvent, AuditLog
 
+pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
+
 NOTEBOOK = "undo.ipynb"
 PANEL = "#tinyagent-fs-audit"
 PENDING_ROW = f"{PANEL} .jp-TinyAgentFS-pending .jp-TinyAgentFS-pendingRow"

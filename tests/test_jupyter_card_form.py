@@ -30,6 +30,8 @@ from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from tests.jupyter_process import JupyterProcess, start_jupyter
 from tests.test_browser_audit_sidebar import ARTIFACTS, run_cell, shot
 
+pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
+
 NOTEBOOK = "card_form.ipynb"
 MODES = ("awaited", "background")
 SCENARIOS = ("trust", "deny", "modify", "view")

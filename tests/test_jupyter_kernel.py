@@ -15,6 +15,8 @@ import pytest
 
 from .jupyter_kernel_support import KernelSession
 
+pytestmark = pytest.mark.jupyter
+
 SETUP = """
 import asyncio, os, threading
 from pathlib import Path

@@ -22,6 +22,9 @@ import sys
 from pathlib import Path
 
 import nbformat
+import pytest
+
+pytestmark = pytest.mark.jupyter
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 EXPECTED_OUTPUTS = Path(__file__).resolve().parent / "notebook_outputs.json"

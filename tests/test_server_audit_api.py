@@ -15,6 +15,8 @@ from tests.jupyter_process import JupyterProcess, start_jupyter
 from tinyagent_fs.audit import AuditEvent, AuditLog
 from tinyagent_fs.server.tailer import SCHEMA_ID
 
+pytestmark = pytest.mark.jupyter
+
 DIFF = "--- a/src/app.py\n+++ b/src/app.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
 
 

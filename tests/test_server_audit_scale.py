@@ -15,6 +15,8 @@ from tinyagent_fs.audit import AUDIT_FILE_NAME, AuditEvent
 from tinyagent_fs.server.index import AuditIndex
 from tinyagent_fs.server.query import AuditFilter, find_event, find_page
 
+pytestmark = pytest.mark.jupyter
+
 EVENTS = 100_000
 TOOLS = ("read_file", "edit_file", "grep", "write_file", "list_directory", "glob")
 DIFF = "--- a/x.py\n+++ b/x.py\n@@ -1,40 +1,40 @@\n" + "".join(

@@ -20,6 +20,8 @@ from tornado.routing import PathMatches, Router
 
 from tests.jupyter_process import JupyterProcess, isolated_env, start_jupyter
 
+pytestmark = pytest.mark.jupyter
+
 PREFIX = "/tinyagent-fs"
 HTTP_METHODS = ("get", "head", "post", "put", "patch", "delete", "options")
 AUTH_FILES = {

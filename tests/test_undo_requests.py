@@ -25,6 +25,8 @@ from tinyagent_fs.integrations.undo_listener import UndoListener
 from tinyagent_fs.journal import UndoJournal
 from tinyagent_fs.server.undo_requests import TOOLKIT_GONE, UndoRequestError, UndoRequests
 
+pytestmark = pytest.mark.jupyter
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]:
