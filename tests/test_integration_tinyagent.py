@@ -14,7 +14,8 @@ import importlib.resources
 import io
 import json
 import os
-from collections.abc import AsyncIterator
+import re
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from tinyagent_fs.integrations.tinyagent import TinyAgentApprovalHook, register_
 
 from .conftest import audit_events
 
-Turn = list[tuple[str, dict[str, Any]]]
+Turn = list[tuple[str, dict[str, Any]]] | Callable[[list], list[tuple[str, dict[str, Any]]]]
 
 
 class ScriptedModel(CustomLLM):
@@ -56,6 +57,8 @@ class ScriptedModel(CustomLLM):
         if not self.turns:
             raise RuntimeError("the script has no more turns")
         calls = self.turns.pop(0)
+        if callable(calls):  # a turn that reads the conversation, as a model does
+            calls = calls(messages)
         turn = len(self.requests)
         return ModelResponse(
             choices=[
@@ -350,16 +353,26 @@ async def test_agent_drives_an_interactive_session(
     fs = FileTools(project, hooks=[AutoApprovePolicy()], audit=audit)
     added = register_tools(agent, fs)
     assert {"exec_command", "write_stdin", "close_session"} <= set(added)
+
+    def typing(chars: str, yield_ms: int) -> Callable[[list], list]:
+        def turn(messages: list) -> list:
+            started = next(m for m in messages if m.get("tool_call_id") == "call_1_0")
+            session_id = re.search(r'session_id="([^"]+)"', started["content"]).group(1)
+            args = {"session_id": session_id, "chars": chars, "yield_time_ms": yield_ms}
+            return [("write_stdin", args)]
+
+        return turn
+
     model.turns += [
         [("exec_command", {"cmd": "python3 -q", "yield_time_ms": 1500})],
-        [("write_stdin", {"session_id": "1", "chars": "print(6 * 7)\n", "yield_time_ms": 500})],
-        [("write_stdin", {"session_id": "1", "chars": "\u0004", "yield_time_ms": 1000})],
+        typing("print(6 * 7)\n", 500),
+        typing("\u0004", 1000),
         [("final_answer", {"content": "done"})],
     ]
     answer = await agent.run("compute in a REPL", max_turns=6)
     await fs.close()
     assert answer == "done"
     replies = model.tool_replies()
-    assert ">>>" in replies["call_1_0"] and 'session_id="1"' in replies["call_1_0"]
+    assert ">>>" in replies["call_1_0"] and 'session_id="1-' in replies["call_1_0"]
     assert "42" in replies["call_2_0"]
     assert "exited with code 0" in replies["call_3_0"]
