@@ -27,6 +27,7 @@ export interface IAuditSummary {
   timestamp: string;
   session_id: string;
   user: string;
+  conversation_id: string | null;
   tool: string;
   paths: string[];
   root: string;
