@@ -484,35 +484,6 @@ async def test_a_cancelled_call_from_the_loop_never_hands_its_answer_to_the_next
         assert await provider.call("read_bytes", path=str(inside), max_bytes=100) == b"inside\n"
 
 
-async def test_a_lone_quick_call_is_answered_without_the_loop_watching_the_socket(
-    sandbox: Sandbox,
-) -> None:
-    """With nothing in flight, a quick answer is taken as soon as it is there: no
-    reader registered with the loop, no wake-up through it, no thread."""
-    provider = sandbox.provider
-    inside = str(sandbox.root / "inside.txt")
-    await provider.call("ping")
-    loop = asyncio.get_running_loop()
-    watched: list[int] = []
-    add_reader = loop.add_reader
-
-    def counted(fd: Any, callback: Any, *args: Any) -> None:
-        watched.append(fd)
-        add_reader(fd, callback, *args)
-
-    loop.add_reader = counted  # type: ignore[method-assign]
-    try:
-        for _ in range(20):
-            assert await provider.call("read_bytes", path=inside, max_bytes=99) == b"inside\n"
-            assert (await provider.call("stat_path", path=inside))["size"] == 7
-    finally:
-        del loop.add_reader
-    # A worker slower than the in-place wait (2 ms) on a loaded machine is watched by
-    # the loop, as it should be; without the in-place wait every one of the 40 would be.
-    assert len(watched) <= 4, f"{len(watched)} of 40 lone quick calls were watched by the loop"
-    assert not provider._lock.locked()
-
-
 async def test_a_cancelled_slow_call_never_hands_its_answer_to_the_next(
     sandbox: Sandbox,
 ) -> None:
