@@ -164,6 +164,15 @@ def show_audit_panel(page: Any) -> None:
                 raise
 
 
+def fail_on_dialog(page: Any) -> None:
+    """A JupyterLab dialog (a lost server connection under load, a kernel choice) would
+    swallow every click until a minute's timeout: fail at once saying what it says."""
+    dialog = page.locator(".jp-Dialog")
+    if dialog.count():
+        shot(page, "unexpected-dialog")
+        raise AssertionError(f"JupyterLab showed a dialog: {dialog.first.inner_text()!r}")
+
+
 def run_cell(page: Any, index: int) -> None:
     """Shift+Enter in the cell until its prompt shows it queued or run: while JupyterLab
     still settles its layout on a loaded machine, a first keypress can land elsewhere."""
@@ -172,9 +181,9 @@ def run_cell(page: Any, index: int) -> None:
     cell = page.locator(".jp-Notebook .jp-CodeCell").nth(index)
     prompt = cell.locator(".jp-InputArea-prompt")
     for attempt in range(PALETTE_ATTEMPTS):
-        cell.locator(".jp-InputArea-editor").click()
-        page.keyboard.press("Shift+Enter")
         try:
+            cell.locator(".jp-InputArea-editor").click(timeout=PALETTE_TIMEOUT_MS)
+            page.keyboard.press("Shift+Enter")
             page.wait_for_function(
                 "(el) => el.textContent.trim() !== '[ ]:'",
                 arg=prompt.element_handle(),
@@ -182,6 +191,7 @@ def run_cell(page: Any, index: int) -> None:
             )
             return
         except PlaywrightTimeout:
+            fail_on_dialog(page)
             if attempt == PALETTE_ATTEMPTS - 1:
                 raise
 
