@@ -328,10 +328,10 @@ class AuditReader:
                 if offset > size:
                     offset = 0
                 position = offset
-                for line, end in self._lines_from(handle, offset):
+                for start, line in complete_lines(handle, offset, self._block_size):
                     if limit is not None and len(events) >= limit:
                         break
-                    position = end
+                    position = start + len(line) + 1
                     event = self._parse(line)
                     if event is not None:
                         events.append(event)
@@ -342,7 +342,7 @@ class AuditReader:
     def iter_events(self) -> Iterator[AuditEvent]:
         try:
             with self._open(self.path) as handle:
-                for line, _ in self._lines_from(handle, 0):
+                for _, line in complete_lines(handle, 0, self._block_size):
                     event = self._parse(line)
                     if event is not None:
                         yield event
@@ -367,23 +367,6 @@ class AuditReader:
             return []
         newest_first.reverse()
         return newest_first
-
-    def _lines_from(self, handle: BinaryIO, offset: int) -> Iterator[tuple[bytes, int]]:
-        """Complete lines from ``offset`` on, each with the offset just past it."""
-        handle.seek(offset)
-        pending = b""
-        position = offset
-        while True:
-            block = handle.read(self._block_size)
-            if not block:
-                return
-            pending += block
-            start = 0
-            while (newline := pending.find(b"\n", start)) != -1:
-                position += newline + 1 - start
-                yield pending[start:newline], position
-                start = newline + 1
-            pending = pending[start:]
 
     def _lines_backwards(self, handle: BinaryIO) -> Iterator[bytes]:
         """Complete lines from the end towards the start; an unterminated last line is skipped."""
@@ -414,3 +397,22 @@ class AuditReader:
         except (ValueError, TypeError):
             self.skipped += 1
             return None
+
+
+def complete_lines(
+    handle: BinaryIO, offset: int, block_size: int = READ_BLOCK_BYTES
+) -> Iterator[tuple[int, bytes]]:
+    """``(offset, line)`` for each newline-terminated line after ``offset``: a line a
+    writer has not finished yet is left for the next reader (``AuditReader`` and the
+    Jupyter server's index both read the log this way)."""
+    handle.seek(offset)
+    pending = b""
+    pending_at = offset
+    while block := handle.read(block_size):
+        pending += block
+        start = 0
+        while (newline := pending.find(b"\n", start)) != -1:
+            yield pending_at + start, pending[start:newline]
+            start = newline + 1
+        pending_at += start
+        pending = pending[start:]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..audit import AuditEvent
+from ..audit import AuditEvent, complete_lines
 
 BLOCK_BYTES = 256 * 1024
 WINDOW_BYTES = 1024 * 1024
@@ -170,7 +170,7 @@ class AuditIndex:
                 # Recreated under the same inode number: not an append, a new file.
                 self._reset()
                 self._identity = identity
-            for offset, line in _complete_lines(handle, self._end):
+            for offset, line in complete_lines(handle, self._end, BLOCK_BYTES):
                 self._end = offset + len(line) + 1
                 data = parse_line(line)
                 if data is None:
@@ -254,18 +254,3 @@ class AuditIndex:
         for seq in window:
             start = self.starts[seq] - low
             yield seq, buffer[start : start + self.lengths[seq]]
-
-
-def _complete_lines(handle: BinaryIO, offset: int) -> Iterator[tuple[int, bytes]]:
-    """``(offset, line)`` for each newline-terminated line after ``offset``."""
-    handle.seek(offset)
-    pending = b""
-    pending_at = offset
-    while block := handle.read(BLOCK_BYTES):
-        pending += block
-        start = 0
-        while (newline := pending.find(b"\n", start)) != -1:
-            yield pending_at + start, pending[start:newline]
-            start = newline + 1
-        pending_at += start
-        pending = pending[start:]
