@@ -1,47 +1,9 @@
 """The undo journal: old bytes of every committed change, kept outside the project.
 
-Each ChangeSet is written here *before* it is committed (status ``pending``) and
-marked ``committed`` after. A pending entry found later means a commit was killed
-half-way: :meth:`UndoJournal.pending` hands it to recovery, which puts every file
-back as it was (or, when every file already holds its new state, completes it).
-The directory lives in the per-user state directory, never under a path the
-sandboxed worker may write, so nothing an agent runs can rewrite it.
-
-Layout, flat: an entry is a signed manifest ``<created ns>-<change id>.json``
-(``.pending.json`` until its commit is done) plus, per file, the old content as
-``<created ns>-<change id>.<n>.old``. Names sort by age, so a directory listing
-finds the newest entry, the interrupted ones and those to prune without reading
-any manifest, and a change costs the same with 200 entries kept as with none.
-The old content is kept by hard link to the old inode when the journal and the
-file share a file system (see ``journal_store``): a commit replaces a path by
-renaming a new file over it, so the old inode is never written again through
-that path, and linking costs microseconds where copying a large file costs a
-write and an fsync. Creating a file (an inode) is the one costly step left, so a
-change creates only its manifest, and finishing rewrites that in place.
-
-It is still not trusted blindly, because undo writes whatever an entry says:
-see ``journal_trust`` (change id form, HMAC-signed manifests, stored bytes
-checked against their signed digest). A linked old file could still be written
-afterwards (through a descriptor someone kept open, say): its digest then no
-longer matches and undo refuses with ``StoredContentChanged`` rather than
-restore other bytes.
-
-Durability: a change of one step (one file created, modified or deleted) is
-atomic by itself, so its entry is not flushed before the commit: a power loss
-can cost the means to undo that last change, never the change's atomicity. An
-entry for several steps is flushed (its files and the journal directory) before
-the commit starts, because after a power loss recovery needs it to put a
-half-applied change back. The ``committed`` mark is never flushed: recovery
-completes a pending entry whose files all hold their new state.
-
-That mark is also written behind the caller: :meth:`UndoJournal.finish` hands it
-to one background thread and returns, so a tool call does not wait for a
-manifest rewrite, a rename and a page-cache drop (0.35 ms of a 1 MB write's 4)
-after its files are already committed and durable. Every read of the journal
-(undo, recovery, :meth:`UndoJournal.settle`, closing the toolkit) first waits
-for the marks handed over, so nothing ever reads an entry whose mark is still
-on its way. A mark that cannot be written leaves its entry pending, which is
-what a process killed before the mark leaves too: recovery completes it.
+Each ChangeSet is written here *before* it is committed (``pending``) and marked
+``committed`` after; a pending entry found later is put back by recovery. Layout,
+trust (signed manifests), durability and the mark written behind the caller:
+docs/architecture.md, "The undo journal".
 """
 
 from __future__ import annotations

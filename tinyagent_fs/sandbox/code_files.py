@@ -1,32 +1,9 @@
 """The toolkit's own watch on files that make git or a shell run code.
 
-The worker mounts these read-only (``protected_paths``), but a command can
-still create one where none existed (``git init`` then a hook), put a symlink
-where git looks (``.git``, ``.git/hooks``), or find a protection gone (a
-person's ``git config`` renames a new file over the bound one). So the
-toolkit, which has the power the confined worker dropped, checks around every
-command, by descriptor (openat2 beneath the root, no symlinks followed):
-
-- before: every root is walked; if anything the worker protects is not the
-  file it protected (dev/ino), the worker is replaced before the command runs;
-- after (every process of the command gone): the walk again, and every
-  code-running entry the command created or changed is renamed aside with a
-  ``.quarantined`` suffix and made non-executable. A git config is never
-  parsed to judge it: a config the command wrote is quarantined like a hook
-  (so is the one ``git init`` writes; git works without it). A rename the
-  command blocked (``chmod 0555`` on the folder) is done after restoring the
-  folder's write permission; an entry that cannot be moved is removed, and
-  one that cannot be removed either fails the call.
-
-Watched: every ``.git`` at any depth (folder, file or symlink) and every
-folder git would take for a git directory by what it holds (``is_git_dir``: a
-bare repository, or a root made one), and in each ``hooks`` and each hook,
-``config``, ``config.worktree``, ``commondir``,
-``worktrees/*/{config.worktree,commondir,gitdir}`` and the same in ``modules/*``
-(nested); every ``.gitmodules``; at a root, the shell rc files, the home
-folder's startup files (``HOME_FILES``, each entry of ``ROOT_FOLDERS``, and the
-folders above them, a symlink there included) and ``.tinyagentignore`` (only the
-person makes policy).
+The worker mounts them read-only, but a command can create one where none was,
+or find a protection gone; so the toolkit walks every root by descriptor before
+and after each command and quarantines what the command created or changed.
+What is watched and how: docs/architecture.md, "The watch on code-running files".
 """
 
 from __future__ import annotations
