@@ -15,6 +15,7 @@ from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy, Decision, RiskBasedPolicy
 from tinyagent_fs.hooks.terminal import TerminalHook
+from tinyagent_fs.providers import sessions
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from tinyagent_fs.providers.local import LocalProvider
 
@@ -187,6 +188,48 @@ async def test_a_secret_added_while_a_session_runs_never_reaches_the_model(
     assert after.data["ended"] == "secrets_changed", "every session in that sandbox ends"
     again = await fs.exec_command("cat deploy.pem", yield_time_ms=1000)
     assert "person-secret-9999" not in again.text and again.data["exit_code"] != 0
+
+
+async def test_a_secret_read_by_a_session_that_ended_never_reaches_the_model(
+    fs: FileTools, project: Path
+) -> None:
+    exits = await fs.exec_command("sleep 1; cat deploy.pem; echo done", yield_time_ms=100)
+    closed = await fs.exec_command("sleep 1; cat deploy.pem; sleep 60", yield_time_ms=100)
+    (project / "deploy.pem").write_text("person-secret-9999\n")  # the person, meanwhile
+    await asyncio.sleep(2)
+    after_exit = await fs.write_stdin(exits.data["session_id"], "", yield_time_ms=100)
+    after_close = await fs.close_session(closed.data["session_id"])
+    for result in (after_exit, after_close):
+        assert "person-secret-9999" not in result.text
+        assert result.data["ended"] == "secrets_changed", result.text
+
+
+async def test_output_that_arrives_while_the_masks_are_checked_waits_for_the_next_check(
+    fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    provider = fs.provider
+    loop = "while :; do cat deploy.pem 2>/dev/null; sleep 0.02; done"
+    session = await fs.exec_command(loop, yield_time_ms=100)
+    sid = session.data["session_id"]
+    plan = provider._plan_masks
+
+    def person_acts_during_the_check():  # the race: a secret appears, a live view peeks
+        planned = plan()
+        (project / "deploy.pem").write_text("person-secret-9999\n")
+        time.sleep(0.2)
+        live = provider.sessions.get(sid)
+        with live.lock:
+            sessions.exchange(live, b"", 0, peek=True)
+        assert b"person-secret-9999" in live.unread
+        monkeypatch.setattr(provider, "_plan_masks", plan)
+        return planned
+
+    monkeypatch.setattr(provider, "_plan_masks", person_acts_during_the_check)
+    first = await fs.write_stdin(sid, "", yield_time_ms=0)
+    assert "person-secret-9999" not in first.text
+    second = await fs.write_stdin(sid, "", yield_time_ms=0)
+    assert "person-secret-9999" not in second.text
+    assert second.data["ended"] == "secrets_changed"
 
 
 async def test_run_command_beside_a_session_leaves_it_running_and_cleans_its_own(

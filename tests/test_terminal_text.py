@@ -42,3 +42,7 @@ def test_a_huge_count_keeps_the_line_within_its_bound(final: str) -> None:
 def test_a_line_without_end_is_broken_at_its_bound() -> None:
     lines = shown(b"z" * (MAX_LINE_CHARS * 2 + 5)).splitlines()
     assert [len(line) for line in lines] == [MAX_LINE_CHARS, MAX_LINE_CHARS, 5]
+
+
+def test_a_parameter_that_only_looks_like_a_number_is_ignored() -> None:
+    assert shown("a\x1b[\u00b2m\x1b[\u0663Cb\n".encode()) == "a b"  # as a default 1

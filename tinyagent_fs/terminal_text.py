@@ -113,7 +113,10 @@ class TerminalText:
     def _csi(self, params: str, final: str) -> None:
         if params.startswith("?") or params.startswith(">"):
             return  # private modes (alternate screen, cursor shape): nothing to show
-        numbers = [int(part) if part.isdigit() else 0 for part in params.split(";")]
+        # ASCII digits only: "²" passes isdigit() and int() refuses it.
+        numbers = [
+            int(part) if part.isascii() and part.isdigit() else 0 for part in params.split(";")
+        ]
         count = numbers[0] or 1
         line = self._line
         if final == "K":

@@ -537,7 +537,9 @@ class LinuxSandboxProvider(Provider):
                 self._finish("session_start", time.monotonic() + self.start_timeout_s)
                 fd = self._passed_fd(sock)
                 host = socket.socket(fileno=fd)
-                return self.sessions.add(kwargs["command"], host, self.worker_pid, before)
+                return self.sessions.add(
+                    kwargs["command"], host, self.worker_pid, before, self._worker_secrets
+                )
 
     def _passed_fd(self, sock: socket.socket) -> int:
         """The host's socket the worker passes right after its answer (SCM_RIGHTS)."""
@@ -558,38 +560,40 @@ class LinuxSandboxProvider(Provider):
         self._collect_ended()
         with session.lock:
             sessions.exchange(session, data, yield_ms)
-        if session.live and not self._masks_still_hold(session):
-            self._end_for_secrets()
+        self._clear_for_model(session)
         if not session.live:
             self._settle_session(session)
         with session.lock:
             return read(session)
 
-    def _masks_still_hold(self, session: sessions.Session) -> bool:
-        """Whether the worker's masks are still the plan: a secret the person added (or
-        a pattern) since the session started is not masked in its view, and whatever
-        the session printed may hold it. Checked after the output is taken and before
-        the model reads it."""
-        if session.worker_pid != self.worker_pid:
-            return True  # that worker is gone, and the session with it
+    def _clear_for_model(self, session: sessions.Session) -> None:
+        """Let the model read what the session printed so far, if the masks its sandbox
+        was set up with still hide every secret: one the person added (or replaced) since
+        is not masked in its view, and the output may hold it. Checked after the output
+        arrived and before the model reads it; output a peek adds meanwhile waits for
+        the next check. Otherwise every session of that sandbox ends, its unread output
+        withheld."""
+        with session.lock:
+            upto = session.total_bytes
         plan = self._plan_masks()
-        return plan.refusal is None and plan.secrets_key() == self._worker_secrets
-
-    def _end_for_secrets(self) -> None:
-        """End the worker and every session in it, their unread output withheld."""
+        if plan.refusal is None and plan.secrets_key() == session.secrets:
+            with session.lock:
+                session.cleared_upto = max(session.cleared_upto, upto)
+            return
         with self._lock:
-            for session in self.sessions.live():
-                with session.lock:
-                    session.unread.clear()
-                    session.lost("secrets_changed")
-            self._slot.stop()
-            for session in self.sessions.unsettled():
-                self._settle_unlocked(session)
+            if session.worker_pid == self.worker_pid:
+                self._slot.stop()
+            for other in self.sessions.of_worker(session.worker_pid):
+                with other.lock:
+                    other.withhold("secrets_changed")
+            for ended in self.sessions.unsettled():
+                self._settle_unlocked(ended)
             self.sessions.forget_settled()
 
     def _close_session(self, session: sessions.Session) -> None:
         with session.lock:
             sessions.close(session)
+        self._clear_for_model(session)
         self._settle_session(session)
 
     def _collect_ended(self) -> None:

@@ -35,8 +35,8 @@ ENDED_WHY = {
     "sandbox_replaced": "the sandbox worker was replaced (a new secret or repository, a "
     "closed toolkit or a failure), which ends every session",
     "secrets_changed": "a file the deny patterns keep secret was added or replaced while "
-    "it ran, which its sandbox does not hide: every session was ended and its output not "
-    "yet read withheld",
+    "it ran, which its sandbox does not hide: every session of that sandbox was ended "
+    "and its output not yet read withheld",
 }
 
 
@@ -64,6 +64,12 @@ class Session:
     settle_note: dict[str, Any] = field(default_factory=dict)
     """What the after-walk found (``protected_paths_*``) or why it failed."""
     renderer: Any = None
+    secrets: Any = None
+    """What its sandbox's masks hide (``MaskPlan.secrets_key``); None: no masks at all
+    (a session the person chose to run unconfined)."""
+    cleared_upto: int = 0
+    """Output up to this many bytes in (``total_bytes``) was cleared for the model: the
+    masks still hid every secret after it arrived."""
     listeners: list[Callable[[Session, bytes], None]] = field(default_factory=list)
     """Told each piece of output as it arrives, and once more (with b"") at the end:
     a notebook's live view (``ui.session_view``)."""
@@ -90,6 +96,22 @@ class Session:
             self.exit_code = code if isinstance(code, int) else None
         if output or not self.live:
             self.tell(output)
+
+    def readable(self) -> int:
+        """How many bytes at the front of ``unread`` the model may read now."""
+        if self.secrets is None:
+            return len(self.unread)
+        start = self.total_bytes - len(self.unread)
+        return max(0, min(len(self.unread), self.cleared_upto - start))
+
+    def withhold(self, why: str) -> None:
+        """Drop the output not yet read, and end the session (or say why it ended)."""
+        self.unread.clear()
+        self.cleared_upto = self.total_bytes
+        if self.live:
+            self.lost(why)
+        else:
+            self.ended = why
 
     def tell(self, output: bytes) -> None:
         for listener in list(self.listeners):
@@ -130,11 +152,16 @@ class SessionTable:
             )
 
     def add(
-        self, command: str, sock: socket.socket, worker_pid: int | None, before: Any
+        self,
+        command: str,
+        sock: socket.socket,
+        worker_pid: int | None,
+        before: Any,
+        hidden: Any = None,
     ) -> Session:
         with self._lock:
             number = f"{next(self._numbers)}-{secrets.token_hex(4)}"
-            session = Session(number, command, sock, worker_pid, before)
+            session = Session(number, command, sock, worker_pid, before, secrets=hidden)
             self._sessions[session.id] = session
         for watcher in list(self.watchers):
             watcher(session)
@@ -157,6 +184,9 @@ class SessionTable:
 
     def live(self) -> list[Session]:
         return [s for s in self._all() if s.live]
+
+    def of_worker(self, worker_pid: int | None) -> list[Session]:
+        return [s for s in self._all() if s.worker_pid == worker_pid]
 
     def unsettled(self) -> list[Session]:
         return [s for s in self._all() if not s.live and not s.settled]

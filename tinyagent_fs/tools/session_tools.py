@@ -104,8 +104,9 @@ class _Reader:
         self.input_refused, session.input_refused = session.input_refused, 0
         if self.dropped:
             renderer.reset()
-        chunk = bytes(session.unread[: self.max_chars])
-        del session.unread[: self.max_chars]
+        size = min(self.max_chars, session.readable())
+        chunk = bytes(session.unread[:size])
+        del session.unread[:size]
         self.raw = len(chunk)
         self.left = len(session.unread)
         renderer.feed(chunk)
