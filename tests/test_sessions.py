@@ -232,6 +232,45 @@ async def test_output_that_arrives_while_the_masks_are_checked_waits_for_the_nex
     assert second.data["ended"] == "secrets_changed"
 
 
+FLIPPER = """\
+import os, sys, time
+names = ["config", *(f"c{i}" for i in range(1, 16))]
+while not os.path.exists("config/deploy.pem"):
+    time.sleep(0.01)
+print("GOT:", open("config/deploy.pem").read().strip(), flush=True)
+at = 0
+while not os.path.exists("stop"):
+    os.rename(names[at], names[(at + 1) % len(names)])
+    at = (at + 1) % len(names)
+while at:
+    os.rename(names[at], names[(at + 1) % len(names)])
+    at = (at + 1) % len(names)
+print("settled", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("reader", ["the session itself", "run_command"])
+async def test_a_folder_renamed_round_and_round_never_hides_a_new_secret(
+    fs: FileTools, project: Path, reader: str
+) -> None:
+    (project / "config").mkdir()
+    for index in range(3000):  # a walk long enough for many renames meanwhile
+        (project / f"note{index}.txt").write_text("")
+    (project / "flip.py").write_text(FLIPPER)
+    session = await fs.exec_command("python3 flip.py", yield_time_ms=300)
+    (project / "config" / "deploy.pem").write_text("person-secret-9999\n")  # the person
+    await asyncio.sleep(1)
+    if reader == "run_command":
+        ran = await fs.run_command("touch stop; sleep 0.3; cat config/deploy.pem")
+        assert "person-secret-9999" not in ran.text
+        assert not ran.ok or ran.data["exit_code"] != 0, ran.text
+    else:
+        read = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
+        assert "person-secret-9999" not in read.text
+        assert read.data["ended"] == "secrets_changed", read.text
+
+
 async def test_run_command_beside_a_session_leaves_it_running_and_cleans_its_own(
     fs: FileTools, project: Path
 ) -> None:

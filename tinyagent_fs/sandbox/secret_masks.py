@@ -41,6 +41,8 @@ MOUNTS_PER_NESTED_GIT = 7
 GONE = (errno.ENOENT, errno.ENOTDIR, errno.ELOOP)
 """A folder listed, then removed or swapped for a file or a symlink before it was
 opened: nothing is left under that name to mask."""
+WALK_ATTEMPTS = 3
+"""Walks tried before a tree that keeps changing under the walk refuses commands."""
 
 
 @dataclass
@@ -124,28 +126,40 @@ class MaskFailed(Exception):
 def plan_masks(
     roots: list[str], denied_patterns: tuple[str, ...], protected: set[str], max_mounts: int
 ) -> MaskPlan:
-    """Walk every root once (symlinks not followed, denied folders not entered).
+    """Walk every root (symlinks not followed, denied folders not entered).
 
     ``protected``: the writable roots, whose git directories (a nested ``.git``,
     or a folder git would take for one, the root itself included) are protected
     too (the same walk finds them; a ``.git`` and the git directories of a git
     directory, its modules and worktrees, are protected with it). The plan refuses when a
     directory cannot be walked or when it needs more than ``max_mounts`` mounts.
+
+    A walk is a snapshot only if no folder changed while it ran: a folder renamed, or
+    a secret moved from a folder not yet listed into one already listed, would be
+    missed. So each folder's inode and modification time are taken as it is listed
+    and checked again when the walk is done; a change means walking again, and a
+    tree that keeps changing (``WALK_ATTEMPTS`` walks) refuses commands.
     """
     started = time.perf_counter()
-    plan = MaskPlan()
-    try:
-        for root in roots:
-            rules = load_ignore_rules(root, denied_patterns)
-            _walk(root, rules, plan, plan.masks.setdefault(root, []), root in protected)
-    except (_Unreadable, _TooDeep) as exc:
-        plan.refusal = exc.refusal
-    except ToolError as exc:
-        plan.refusal = {
-            "message": f"commands are refused: {exc.message}",
-            "hint": exc.hint,
-            "details": {"cause": "ignore_file", **exc.details},
-        }
+    for _ in range(WALK_ATTEMPTS):
+        plan = MaskPlan()
+        try:
+            for root in roots:
+                rules = load_ignore_rules(root, denied_patterns)
+                _walk(root, rules, plan, plan.masks.setdefault(root, []), root in protected)
+            break
+        except _Changing as exc:  # not a snapshot: walk again
+            plan.refusal = exc.refusal
+        except (_Unreadable, _TooDeep) as exc:
+            plan.refusal = exc.refusal
+            break
+        except ToolError as exc:
+            plan.refusal = {
+                "message": f"commands are refused: {exc.message}",
+                "hint": exc.hint,
+                "details": {"cause": "ignore_file", **exc.details},
+            }
+            break
     if plan.refusal is None and plan.mounts() > max_mounts:
         plan.refusal = _too_many(plan, max_mounts)
     plan.seconds = time.perf_counter() - started
@@ -163,6 +177,20 @@ class _Unreadable(Exception):
             "hint": "Make the folder readable, shorten its path or remove it, then retry; "
             "file tools still work.",
             "details": {"cause": "scan_failed", "path": path, "errno": exc.errno},
+        }
+
+
+class _Changing(Exception):
+    def __init__(self, path: str) -> None:
+        super().__init__(path)
+        self.refusal = {
+            "message": (
+                f"commands are refused: the folder {path} kept changing while it was "
+                "searched for secrets, so what to mask could not be known"
+            ),
+            "hint": "Stop whatever keeps renaming or filling folders in the project, then "
+            "retry; file tools still work.",
+            "details": {"cause": "tree_changing", "path": path},
         }
 
 
@@ -187,11 +215,13 @@ def _walk(
     identities = plan.identities.setdefault(root, [])
     follow = rules.denials_follow_folders
     root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    listed: list[tuple[str, tuple[int, int]]] = []
     try:
         pending = [("", False)]
         while pending:
             relative_dir, covered = pending.pop()
-            entries = _entries(root_fd, relative_dir, root)
+            entries, stamp = _entries(root_fd, relative_dir, root)
+            listed.append((relative_dir, stamp))
             plan.entries_walked += len(entries)
             names = [name for name, _ in entries]
             suspects = rules.denial_candidates(names)
@@ -212,6 +242,9 @@ def _walk(
                 if is_dir:
                     inside = name == ".git" or (git_dir and name in GIT_DIR_OWN)
                     pending.append((relative, covered or inside))
+        for relative_dir, stamp in listed:
+            if _stamp(root_fd, relative_dir) != stamp:
+                raise _Changing(os.path.join(root, relative_dir))
         if pinned:
             plan.pinned[root] = sorted(pinned, key=lambda folder: (folder.count("/"), folder))
         for relative in [*(found for found, _ in masks), *pinned]:
@@ -238,19 +271,37 @@ def _folders_above(relative: str) -> list[str]:
     return ["/".join(parts[: depth + 1]) for depth in range(len(parts))]
 
 
-def _entries(root_fd: int, relative_dir: str, root: str) -> list[tuple[str, bool]]:
-    """(name, is a directory) of each entry, read by descriptor beneath the root."""
+def _entries(
+    root_fd: int, relative_dir: str, root: str
+) -> tuple[list[tuple[str, bool]], tuple[int, int]]:
+    """(name, is a directory) of each entry, read by descriptor beneath the root, and
+    the folder's inode and modification time taken before it was read."""
     try:
         fd = kc.open_beneath(root_fd, relative_dir or ".", os.O_RDONLY | os.O_DIRECTORY)
         try:
+            info = os.fstat(fd)
             with os.scandir(fd) as found:
-                return [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in found]
+                entries = [(entry.name, entry.is_dir(follow_symlinks=False)) for entry in found]
         finally:
             os.close(fd)
     except OSError as exc:
-        if exc.errno in GONE:
-            return []
+        if exc.errno in GONE:  # listed a moment ago: it was renamed or replaced
+            raise _Changing(os.path.join(root, relative_dir)) from None
         raise _Unreadable(os.path.join(root, relative_dir), exc) from None
+    return entries, (info.st_ino, info.st_mtime_ns)
+
+
+def _stamp(root_fd: int, relative_dir: str) -> tuple[int, int]:
+    """The folder's inode and modification time now; (0, 0) when it is gone."""
+    try:
+        fd = kc.open_beneath(root_fd, relative_dir or ".", os.O_PATH | os.O_DIRECTORY)
+    except OSError:
+        return 0, 0
+    try:
+        info = os.fstat(fd)
+    finally:
+        os.close(fd)
+    return info.st_ino, info.st_mtime_ns
 
 
 def _too_many(plan: MaskPlan, max_mounts: int) -> dict[str, Any]:
