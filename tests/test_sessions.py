@@ -202,6 +202,8 @@ async def test_a_secret_read_by_a_session_that_ended_never_reaches_the_model(
     for result in (after_exit, after_close):
         assert "person-secret-9999" not in result.text
         assert result.data["ended"] == "secrets_changed", result.text
+        withheld = [result.data[key] for key in ("exit_code", "session_output_bytes")]
+        assert withheld == [None, None], "an exit code or a length can spell a secret"
 
 
 async def test_output_that_arrives_while_the_masks_are_checked_waits_for_the_next_check(

@@ -46,3 +46,12 @@ def test_a_line_without_end_is_broken_at_its_bound() -> None:
 
 def test_a_parameter_that_only_looks_like_a_number_is_ignored() -> None:
     assert shown("a\x1b[\u00b2m\x1b[\u0663Cb\n".encode()) == "a b"  # as a default 1
+
+
+def test_lines_beyond_the_budget_are_counted_not_kept() -> None:
+    text = TerminalText()
+    text.budget = 100_000
+    text.feed(b"\x1b[16383Gx\n" * 1000)  # 11 bytes a line of 16,384 characters
+    lines = text.take().splitlines()
+    assert sum(len(line) for line in lines) < 120_000
+    assert lines[-1] == "[994 more lines were too much to keep and are not shown]"

@@ -7,7 +7,8 @@ cursor-column moves and erases), removes the rest of the escape sequences
 (colours, titles, modes) and hands out completed lines plus the line in
 progress. A part of the line in progress already handed out (a prompt) is not
 repeated when the line is completed. Memory is bounded: a line longer than
-``MAX_LINE_CHARS`` is broken there.
+``MAX_LINE_CHARS`` is broken there, and completed lines beyond ``budget``
+characters are counted and dropped until the next ``take``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from __future__ import annotations
 import codecs
 
 MAX_LINE_CHARS = 16_384
+MAX_PENDING_CHARS = 1 << 20
+"""Completed lines kept between two ``take`` calls: a cursor move to column 16,000
+costs a program 8 bytes and a line that many characters, so lines past this are
+counted, not kept."""
 TAB = 8
 
 
@@ -26,6 +31,10 @@ class TerminalText:
         self._line: list[str] = []
         self._col = 0
         self._done: list[str] = []
+        self._done_chars = 0
+        self._lines_cut = 0
+        self.budget = MAX_PENDING_CHARS
+        """At most this many characters of completed lines wait for ``take``."""
         self._shown = ""
         self._escape: str | None = None
         """The escape sequence being read, from the character after ESC."""
@@ -59,7 +68,10 @@ class TerminalText:
         """Completed lines and the line in progress since the last call, one per line."""
         current = "".join(self._line)
         pending = self._done
-        self._done = []
+        if self._lines_cut:
+            cut = self._lines_cut
+            pending.append(f"[{cut} more lines were too much to keep and are not shown]")
+        self._done, self._done_chars, self._lines_cut = [], 0, 0
         if current:
             part = current[len(self._shown) :] if current.startswith(self._shown) else current
             if part:
@@ -72,8 +84,11 @@ class TerminalText:
         shown = self._shown
         if shown and (text.startswith(shown) or text == shown.rstrip()):
             text = text[len(shown) :]
-        if text or not self._shown:
+        if self._done_chars + len(text) > self.budget:
+            self._lines_cut += 1
+        elif text or not self._shown:
             self._done.append(text)
+            self._done_chars += len(text) + 1
         self._line = []
         self._col = 0
         self._shown = ""

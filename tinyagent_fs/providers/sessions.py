@@ -67,6 +67,8 @@ class Session:
     secrets: Any = None
     """What its sandbox's masks hide (``MaskPlan.secrets_key``); None: no masks at all
     (a session the person chose to run unconfined)."""
+    withheld: bool = False
+    """Its output and counts were withheld (``withhold``): none of them is reported."""
     cleared_upto: int = 0
     """Output up to this many bytes in (``total_bytes``) was cleared for the model: the
     masks still hid every secret after it arrived."""
@@ -105,9 +107,15 @@ class Session:
         return max(0, min(len(self.unread), self.cleared_upto - start))
 
     def withhold(self, why: str) -> None:
-        """Drop the output not yet read, and end the session (or say why it ended)."""
+        """Drop the output not yet read, and end the session (or say why it ended). How
+        it exited and how much it printed go too: a program that read a secret could
+        spell it in an exit code or an output length."""
         self.unread.clear()
         self.cleared_upto = self.total_bytes
+        self.exit_code = None
+        self.dropped = 0
+        self.input_refused = 0
+        self.withheld = True
         if self.live:
             self.lost(why)
         else:

@@ -100,6 +100,7 @@ class _Reader:
         if session.renderer is None:
             session.renderer = TerminalText()
         renderer: TerminalText = session.renderer
+        renderer.budget = self.max_chars  # no more text than this read can return
         self.dropped, session.dropped = session.dropped, 0
         self.input_refused, session.input_refused = session.input_refused, 0
         if self.dropped:
@@ -168,7 +169,7 @@ def _result(ctx: ToolContext, session: Session, text: str, read: _Reader) -> Too
         "bytes_waiting": read.left,
         "bytes_dropped": read.dropped,
         "input_refused": read.input_refused,
-        "session_output_bytes": session.total_bytes,
+        "session_output_bytes": None if session.withheld else session.total_bytes,
         "limit_exceeded": limit,
         "sandboxed": ctx.provider.kernel_enforced,
         "protected_paths_changed": changed,
