@@ -236,18 +236,28 @@ def _decode(data: bytes | bytearray) -> str:
 def _pump(
     process: subprocess.Popen[bytes], captures: dict[Any, _Capture], timeout_s: float
 ) -> bool:
-    """Read both pipes until the shell exits (plus a short drain) or the timeout ends it."""
+    """Read both pipes until the shell exits (plus a short drain) or the timeout ends it.
+
+    The shell's exit is a readable pidfd in the same select as the pipes, so it is
+    seen at once, not by polling.
+    """
     deadline = time.monotonic() + timeout_s
     exit_deadline: float | None = None
     timed_out = False
-    with selectors.DefaultSelector() as selector:
+    exit_fd = _pidfd(process.pid)
+    with selectors.DefaultSelector() as selector, _closing(exit_fd):
         for pipe in captures:
             selector.register(pipe, selectors.EVENT_READ)
+        if exit_fd is not None:
+            selector.register(exit_fd, selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             if exit_deadline is None and process.poll() is not None:
                 exit_deadline = now + DRAIN_AFTER_EXIT_S
-            if exit_deadline is not None and (not selector.get_map() or now >= exit_deadline):
+                if exit_fd is not None:
+                    selector.unregister(exit_fd)
+            pipes_open = any(key.fileobj in captures for key in selector.get_map().values())
+            if exit_deadline is not None and (not pipes_open or now >= exit_deadline):
                 break
             if now >= deadline:
                 if timed_out:
@@ -262,6 +272,8 @@ def _pump(
                     process.wait(timeout=wait)
                 continue
             for key, _ in selector.select(timeout=min(wait, POLL_S)):
+                if key.fileobj not in captures:
+                    continue  # the pidfd: the shell exited, seen by poll() above
                 data = os.read(key.fd, 65536)
                 if data:
                     captures[key.fileobj].add(data)
@@ -271,6 +283,23 @@ def _pump(
     for pipe in captures:
         pipe.close()
     return timed_out
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor readable once ``pid`` exits; None where the kernel or platform has none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
+
+
+@contextlib.contextmanager
+def _closing(fd: int | None) -> Any:
+    try:
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:
