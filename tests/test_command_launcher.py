@@ -61,3 +61,15 @@ async def test_a_command_that_takes_down_its_launcher_is_ended(tmp_path: Path, h
         assert after["stdout"].split() == ["gone", "51", "1024"], after  # a new launcher
     finally:
         await provider.close()
+
+
+async def test_a_small_memory_limit_keeps_the_old_path(tmp_path: Path) -> None:
+    root = tmp_path / "root"
+    root.mkdir()
+    provider = LinuxSandboxProvider(root, SandboxPolicy(max_command_memory_bytes=256 * 1024**2))
+    try:
+        for _ in range(2):
+            result = await _command(provider, "echo $PPID; ulimit -H -v")
+            assert result["stdout"].split() == ["1", str(256 * 1024)], result
+    finally:
+        await provider.close()

@@ -37,6 +37,9 @@ ANSWER_S = 1.0
 """How long the launcher may take to answer (it answers in a millisecond); a stopped
 or dead one is replaced. Kept short so that a lost launcher is reported well within
 the toolkit's own wait for the command (its timeout plus 6 s)."""
+MIN_MEMORY_BYTES = 1024**3
+"""Below this address-space limit the launcher (a copy of the worker) might fail to
+allocate after it started a command; such commands keep the old path."""
 RETIRE_CPU_SHARE = 0.5
 """The launcher's own CPU limit is the command's: it is replaced at this share of it."""
 
@@ -59,6 +62,8 @@ class CommandLauncher:
         """``argv`` started by the launcher with these limits, or None: run it another way."""
         if not rlimits:
             return None  # nothing to set in the child: it is vforked already
+        if any(w == resource.RLIMIT_AS and soft < MIN_MEMORY_BYTES for w, soft, _ in rlimits):
+            return None
         if self.sock is None or rlimits != self.rlimits or self._worn(rlimits):
             self.stop()
             if not self._start(rlimits):
