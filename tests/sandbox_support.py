@@ -3,6 +3,7 @@ the machine cannot run the kernel sandbox (skip only when asked to)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import subprocess
 from collections.abc import AsyncIterator
@@ -102,6 +103,20 @@ def served_pid_of(outer: int) -> int:
     children = [pid for pid in _host_pids() if _parent_of(pid) == outer]
     assert len(children) == 1, children
     return children[0]
+
+
+def worker_pids(provider: LinuxSandboxProvider) -> list[int]:
+    """Host pids of the worker's own processes: the served one and its command launcher
+    (a fork of it: same command line, its child) once a command was run."""
+    served = served_pid(provider)
+    cmdline = Path(f"/proc/{served}/cmdline").read_bytes()
+    launchers = []
+    for pid in _host_pids():
+        if _parent_of(pid) == served and is_running(pid):
+            with contextlib.suppress(OSError):
+                if Path(f"/proc/{pid}/cmdline").read_bytes() == cmdline:
+                    launchers.append(pid)
+    return sorted([served, *launchers])
 
 
 def namespace_pids(provider: LinuxSandboxProvider) -> list[int]:

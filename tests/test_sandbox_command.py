@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -144,3 +145,17 @@ def _gone(pid: int) -> bool:
             return True
         time.sleep(0.05)
     return False
+
+
+def test_exit_after_closing_output_is_seen_without_polling(tmp_path: Path, monkeypatch) -> None:
+    """The shell's pidfd wakes the pump; a sleeping wait() would add a millisecond a command."""
+
+    def no_sleeping_wait(self, timeout=None):  # type: ignore[no-untyped-def]
+        if timeout is not None:
+            raise AssertionError("the pump polled the shell's exit")
+        return original(self)
+
+    original = subprocess.Popen.wait
+    monkeypatch.setattr(subprocess.Popen, "wait", no_sleeping_wait)
+    result = run_command("exec >&- 2>&-; sleep 0.2; exit 3", str(tmp_path), timeout_s=10)
+    assert result["exit_code"] == 3

@@ -28,8 +28,9 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import ErrorCode, ToolError
 
@@ -69,6 +70,7 @@ def run_command(
     max_output_lines: int = 200,
     home: str | None = None,
     limits: dict[str, int | None] | None = None,
+    spawn: Spawn | None = None,
 ) -> dict[str, Any]:
     """Run ``command`` with ``/bin/bash -c`` (``/bin/sh`` without bash) in ``workdir``.
 
@@ -78,31 +80,29 @@ def run_command(
     much as the start). ``exit_code`` follows the shell: 128+N for signal N.
     The environment is minimal (PATH, HOME, LANG, TERM=dumb, pagers off, TMPDIR
     when this process has one) plus ``env``; HOME defaults to ``workdir`` so
-    tools do not go looking for the person's dotfiles.
+    tools do not go looking for the person's dotfiles. ``spawn`` (the sandbox
+    worker's command launcher) may start the shell with the limits already in
+    place; when it declines, the limits are set here, in the child.
     """
     check_arguments(command, workdir, timeout_s, env, max_output_bytes, max_output_lines)
     rlimits = rlimits_for(limits or {})
-    shell = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+    shell_path = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
     started = time.monotonic()
-    cpu_before = _children_cpu_s()
     try:
-        process = subprocess.Popen(
-            [shell, "-c", command],
-            cwd=workdir,
-            env=command_env(home or workdir, env),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            close_fds=True,
-            start_new_session=True,
-            preexec_fn=partial(apply_rlimits, rlimits, limit_lock(rlimits)) if rlimits else None,
+        shell = _start(
+            [shell_path, "-c", command], workdir, command_env(home or workdir, env), rlimits, spawn
         )
     except OSError as exc:
-        raise ToolError(ErrorCode.IO_ERROR, f"cannot start {shell}: {exc.strerror}") from None
+        raise ToolError(ErrorCode.IO_ERROR, f"cannot start {shell_path}: {exc.strerror}") from None
     stdout = _Capture(max_output_bytes)
     stderr = _Capture(max_output_bytes)
-    timed_out = _pump(process, {process.stdout: stdout, process.stderr: stderr}, timeout_s)
-    returncode = process.wait()
+    try:
+        timed_out = _pump(shell, {shell.stdout: stdout, shell.stderr: stderr}, timeout_s)
+        returncode = shell.wait()
+    finally:
+        _signal_group(shell.pid, signal.SIGKILL)
+        shell.stdout.close()
+        shell.stderr.close()
     out_text, out_cut = stdout.render("stdout", max_output_lines)
     err_text, err_cut = stderr.render("stderr", max_output_lines)
     exit_code = 128 - returncode if returncode < 0 else returncode
@@ -115,12 +115,91 @@ def run_command(
         "stdout_truncated": out_cut,
         "stderr_truncated": err_cut,
     }
-    cpu_s = _children_cpu_s() - cpu_before
-    exceeded = _limit_exceeded(exit_code, timed_out, cpu_s, err_text, limits or {})
+    exceeded = _limit_exceeded(exit_code, timed_out, shell.cpu_s(), err_text, limits or {})
     if exceeded:
         result["limit_exceeded"] = exceeded
         result["limit_message"] = f"the command was stopped by its {exceeded} limit"
     return result
+
+
+class Shell(Protocol):
+    """A started shell as the pump sees it: a subprocess of this process, or one the
+    sandbox worker's launcher started."""
+
+    pid: int
+    stdout: Any
+    stderr: Any
+
+    def exit_fd(self) -> int | None:
+        """Readable once the shell has exited; None: poll."""
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def cpu_s(self) -> float:
+        """CPU seconds of the shell and the children it reaped."""
+
+
+Spawn = Callable[[list[str], str, dict[str, str], list[tuple[int, int, int]]], "Shell | None"]
+
+
+def _start(
+    argv: list[str],
+    workdir: str,
+    env: dict[str, str],
+    rlimits: list[tuple[int, int, int]],
+    spawn: Spawn | None,
+) -> Shell:
+    """The shell from ``spawn``, or else a subprocess whose child sets the limits."""
+    if spawn is not None:
+        launched = spawn(argv, workdir, env, rlimits)
+        if launched is not None:
+            return launched
+    return _Subprocess(argv, workdir, env, rlimits)
+
+
+class _Subprocess:
+    """The shell as a subprocess of this process, its exit seen through a pidfd."""
+
+    def __init__(
+        self,
+        argv: list[str],
+        workdir: str,
+        env: dict[str, str],
+        rlimits: list[tuple[int, int, int]],
+    ) -> None:
+        self._cpu_before = _children_cpu_s()
+        self.process = subprocess.Popen(
+            argv,
+            cwd=workdir,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            close_fds=True,
+            start_new_session=True,
+            preexec_fn=partial(apply_rlimits, rlimits, limit_lock(rlimits)) if rlimits else None,
+        )
+        self.pid = self.process.pid
+        self.stdout, self.stderr = self.process.stdout, self.process.stderr
+        self._pidfd = _pidfd(self.pid)
+
+    def exit_fd(self) -> int | None:
+        return self._pidfd
+
+    def poll(self) -> int | None:
+        return self.process.poll()
+
+    def wait(self, timeout: float | None = None) -> int:
+        returncode = self.process.wait(timeout)
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+        return returncode
+
+    def cpu_s(self) -> float:
+        return _children_cpu_s() - self._cpu_before
 
 
 def rlimits_for(limits: dict[str, int | None]) -> list[tuple[int, int, int]]:
@@ -233,21 +312,29 @@ def _decode(data: bytes | bytearray) -> str:
     return bytes(data).decode("utf-8", "replace")
 
 
-def _pump(
-    process: subprocess.Popen[bytes], captures: dict[Any, _Capture], timeout_s: float
-) -> bool:
-    """Read both pipes until the shell exits (plus a short drain) or the timeout ends it."""
+def _pump(process: Shell, captures: dict[Any, _Capture], timeout_s: float) -> bool:
+    """Read both pipes until the shell exits (plus a short drain) or the timeout ends it.
+
+    The shell's exit (its pidfd, or the launcher's status) is readable in the same
+    select as the pipes, so it is seen at once, not by polling.
+    """
     deadline = time.monotonic() + timeout_s
     exit_deadline: float | None = None
     timed_out = False
+    exit_fd = process.exit_fd()
     with selectors.DefaultSelector() as selector:
         for pipe in captures:
             selector.register(pipe, selectors.EVENT_READ)
+        if exit_fd is not None:
+            selector.register(exit_fd, selectors.EVENT_READ)
         while True:
             now = time.monotonic()
             if exit_deadline is None and process.poll() is not None:
                 exit_deadline = now + DRAIN_AFTER_EXIT_S
-            if exit_deadline is not None and (not selector.get_map() or now >= exit_deadline):
+                if exit_fd is not None:
+                    selector.unregister(exit_fd)
+            pipes_open = any(key.fileobj in captures for key in selector.get_map().values())
+            if exit_deadline is not None and (not pipes_open or now >= exit_deadline):
                 break
             if now >= deadline:
                 if timed_out:
@@ -262,15 +349,23 @@ def _pump(
                     process.wait(timeout=wait)
                 continue
             for key, _ in selector.select(timeout=min(wait, POLL_S)):
+                if key.fileobj not in captures:
+                    continue  # the shell exited: seen by poll() above
                 data = os.read(key.fd, 65536)
                 if data:
                     captures[key.fileobj].add(data)
                 else:
                     selector.unregister(key.fileobj)
     _signal_group(process.pid, signal.SIGKILL)
-    for pipe in captures:
-        pipe.close()
     return timed_out
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor readable once ``pid`` exits; None where the kernel or platform has none."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        return None
 
 
 def _signal_group(pgid: int, sig: signal.Signals) -> None:

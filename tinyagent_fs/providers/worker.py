@@ -26,7 +26,8 @@ Every request is ``{"op", "args"}``; every answer ``{"ok": value}`` or
 then waits for one more message, ``{"go": true}`` (or false: called off, nothing
 changed), which the toolkit sends once its undo journal is recorded. After each
 command every other process of the namespace is killed (a ``setsid`` daemon
-included); the toolkit then checks the code-running files (``sandbox.code_files``). When the
+included; by the ``command_launcher`` that started it, or else by the worker); the
+toolkit then checks the code-running files (``sandbox.code_files``). When the
 worker exits, or is killed, the kernel ends whatever is left in its PID namespace.
 """
 
@@ -51,7 +52,7 @@ from ..sandbox import (
     seccomp_filter,
     secret_masks,
 )
-from . import session_host, wire, worker_launch
+from . import command_launcher, session_host, wire, worker_launch
 
 
 class SelfCheckFailed(Exception):
@@ -271,10 +272,17 @@ def _answer(request: Any, sock: socket.socket) -> dict[str, Any]:
             message = "the command killed the process that watched it; it was ended, and "
             return {"error": _failure(message + "every interactive session with it")}
         return response
-    response = _respond(op, operation, args, sock)
-    if op == "run_command":
+    if op != "run_command":
+        return _respond(op, operation, args, sock)
+    response = _respond(op, operation, {**args, "spawn": LAUNCHER.spawn}, sock)
+    if not LAUNCHER.end_others():
         namespaces.end_other_processes()
     return response
+
+
+LAUNCHER = command_launcher.CommandLauncher()
+"""Starts commands with their limits already set (``command_launcher``); not while
+sessions live, when each command runs apart, in a keeper of its own."""
 
 
 def _respond(op: str, operation: Any, args: dict[str, Any], sock: socket.socket) -> dict[str, Any]:
