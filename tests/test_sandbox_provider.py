@@ -213,8 +213,13 @@ async def test_command_child_does_not_inherit_the_worker_socket(sandbox: Sandbox
 async def test_commands_cannot_kill_the_worker(sandbox: Sandbox) -> None:
     await sandbox.provider.call("stat_path", path=str(sandbox.root))
     first = sandbox.provider.worker_pid
-    result = await sandbox.run("kill -9 $PPID; kill -9 1; kill -STOP 1; echo still here")
+    result = await sandbox.run("kill -9 1; kill -STOP 1; echo still here")
     assert result["stdout"] == "still here\n", result
+    # Its parent is the command launcher: killing it ends the command, not the worker.
+    with pytest.raises(ToolError) as lost:
+        await sandbox.run("kill -9 $PPID; echo still here")
+    assert lost.value.details["cause"] == "launcher_lost"
+    assert (await sandbox.run("echo again"))["stdout"] == "again\n"
     data = await sandbox.provider.call(
         "read_bytes", path=str(sandbox.root / "inside.txt"), max_bytes=100
     )
