@@ -28,6 +28,7 @@ from tinyagent_fs.ops.glob_match import GlobMatcher
 from tinyagent_fs.ops.ripgrep import find_ripgrep
 from tinyagent_fs.ops.search import grep
 from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS
+from tinyagent_fs.tools.registry import tool_table
 from tinyagent_fs.ui.approval_card import _arguments_html
 from tinyagent_fs.ui.call_text import summarise
 
@@ -320,7 +321,7 @@ HIDDEN = "touch X #\x1b[2K\r  command: ls -la" + "; rm -rf data" * 10
 
 
 def _command_call() -> ToolCall:
-    return ToolCall(tool="run_command", args={"command": HIDDEN}, risk=Risk.EXECUTE)
+    return tool_table()["run_command"].review_call({"command": HIDDEN})
 
 
 def _shows_everything(shown: str) -> None:
@@ -359,7 +360,7 @@ def test_terminal_diff_of_a_file_with_escape_sequences_is_shown_escaped(tmp_path
 
 
 def test_mcp_elicitation_message_neutralises_escape_sequences(tmp_path: Path) -> None:
-    command = ToolCall("run_command", {"command": HIDDEN + "\u202e"}, Risk.EXECUTE)
+    command = tool_table()["run_command"].review_call({"command": HIDDEN + "\u202e"})
     shown = approval_message(command)
     assert not re.search(r"[\x00-\x09\x0b-\x1f\x7f\u202e]", shown), shown
     assert shown.count("rm -rf data") == 10

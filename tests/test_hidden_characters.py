@@ -26,6 +26,7 @@ from tinyagent_fs.hooks.decision import Decision, Risk, ToolCall
 from tinyagent_fs.hooks.policies import RiskBasedPolicy, decided_by_person
 from tinyagent_fs.hooks.terminal import TerminalHook
 from tinyagent_fs.render.diff_render import render_changeset
+from tinyagent_fs.tools.registry import tool_table
 from tinyagent_fs.ui import AuditTable, JupyterHook
 from tinyagent_fs.ui import jupyter as jupyter_ui
 from tinyagent_fs.ui.call_text import summary_text
@@ -177,7 +178,7 @@ def test_record_after_a_decision_marks_name_and_reason(tmp_path: Path) -> None:
 def test_a_command_is_shown_for_review_with_its_whole_environment(tool: str, argument: str) -> None:
     code = "() { echo PWNED > pwned.txt; command ls; }"
     env = {"LC_PAPER": "en_US.UTF-8" + " " * 60, "BASH_FUNC_ls%%": code}
-    call = ToolCall(tool, {argument: "ls", "env": env}, Risk.EXECUTE)
+    call = tool_table()[tool].review_call({argument: "ls", "env": env})
     expected = f"LC_PAPER='en_US.UTF-8{' ' * 60}' BASH_FUNC_ls%%='{code}' ls"
     shown = io.StringIO()
     TerminalHook(io.StringIO("n\n"), shown).before_tool_execution(call)
@@ -188,8 +189,8 @@ def test_a_command_is_shown_for_review_with_its_whole_environment(tool: str, arg
 
 
 def test_command_arguments_are_marked_in_the_card() -> None:
-    call = ToolCall(
-        "run_command", {"command": "ls\u202e #\x1b[2K", "workdir": "a\u200b"}, Risk.EXECUTE
+    call = tool_table()["run_command"].review_call(
+        {"command": "ls\u202e #\x1b[2K", "workdir": "a\u200b"}
     )
     card = card_for(call)
     assert_marked_html(card.widget.details, ["\u202e", "\x1b", "\u200b"])
@@ -258,14 +259,19 @@ def test_a_policy_decision_is_recorded_as_allowed_not_approved(tmp_path: Path) -
 
 
 def test_undo_never_offers_trust(tmp_path: Path) -> None:
-    card = card_for(hostile_call(tmp_path, tool="undo"))
+    """Its spec says so (``never_trusted``): no card, policy or tool trust lets it through."""
+    planned = hostile_call(tmp_path, tool="undo")
+    undo = tool_table()["undo"].review_call(
+        {"change_id": None}, changeset=planned.changeset, diff=planned.diff
+    )
+    card = card_for(undo)
     assert card.widget.trust == {}
     assert "undo always asks" in card.widget.heading
     policy = RiskBasedPolicy()
-    with pytest.raises(ValueError, match="cannot be trusted"):
-        policy.trust_tool("undo")
+    policy.trust_tool("undo")
     policy.trust_path(NAME)
-    assert not policy.is_trusted(hostile_call(tmp_path, tool="undo"))
+    assert not policy.is_trusted(undo)
+    assert policy.is_trusted(hostile_call(tmp_path))  # the same trust lets a write through
 
 
 # --- the sidebar's copy of the rules agrees ---------------------------------------------

@@ -19,6 +19,7 @@ from tinyagent_fs.audit import AuditEvent, AuditLog
 from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.hooks.decision import Risk, ToolCall, Verdict
 from tinyagent_fs.providers import LocalProvider
+from tinyagent_fs.tools.registry import tool_table
 from tinyagent_fs.ui import AuditTable, JupyterHook
 from tinyagent_fs.ui.config import load_settings
 
@@ -44,7 +45,7 @@ def change_call(root: Path, call_id: str = "c1", tool: str = "write_file") -> To
 
 def command_call(call_id: str = "r1") -> ToolCall:
     args = {"command": "pytest -q", "workdir": "src", "timeout_s": 30}
-    return ToolCall("run_command", args, Risk.EXECUTE, call_id=call_id)
+    return tool_table()["run_command"].review_call(args, call_id=call_id)
 
 
 def interactive_hook(timeout_s: float = 0, default_on_timeout: str = "deny") -> JupyterHook:

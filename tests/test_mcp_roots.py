@@ -194,3 +194,39 @@ def test_only_file_uris_of_existing_folders_are_roots(tmp_path: Path) -> None:
         42,
     ):
         assert directory_of_uri(uri) is None, uri
+
+
+async def test_each_tools_declared_paths_pick_its_folder(
+    project: Path, other: Path, isolated_audit_dir: Path
+) -> None:
+    """An alias's own path argument (search_files' directory) and every entry of a list
+    (read_many_files' paths) choose the folder, as the tools' specs declare them."""
+    async with connect([project, other], isolated_audit_dir, "auto-approve") as client:
+        searched = await client.call_tool(
+            "search_files", {"pattern": "second", "directory": str(other)}
+        )
+        both = {"paths": ["README.md", str(other / "notes.txt")]}
+        mixed = await client.call_tool("read_many_files", both)
+
+    assert not searched.is_error and "notes.txt" in searched.content[0].text
+    assert error_code(mixed) == "INVALID_ARGUMENT"
+    assert "two served folders" in mixed.content[0].text
+    logged = [(e["tool"], e["root"], e["paths"]) for e in events(isolated_audit_dir)]
+    assert logged == [
+        ("search_files", str(other.resolve()), [str(other)]),
+        ("read_many_files", str(project.resolve()), both["paths"]),
+    ]
+
+
+async def test_undo_works_in_the_folder_whose_journal_holds_the_change(
+    project: Path, other: Path, isolated_audit_dir: Path
+) -> None:
+    async with connect([project, other], isolated_audit_dir, "auto-approve") as client:
+        new = {"path": str(other / "new.txt"), "content": "hi\n"}
+        written = await client.call_tool("write_file", new)
+        change_id = written.structured_content["data"]["change_id"]
+        undone = await client.call_tool("undo", {"change_id": change_id})
+
+    assert not undone.is_error, undone.content[0].text
+    assert not (other / "new.txt").exists()
+    assert [e["root"] for e in events(isolated_audit_dir)] == [str(other.resolve())] * 2

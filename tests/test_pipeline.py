@@ -140,6 +140,33 @@ async def test_escapes_are_refused_before_any_hook_is_asked(project: Path, audit
     await fs.close()
 
 
+async def test_read_many_files_paths_are_guarded_before_any_hook_is_asked(
+    project: Path, audit
+) -> None:
+    """Each entry of ``paths`` is a path its spec declares, so the guard sees every one."""
+    asked = []
+
+    class Person:
+        def before_tool_execution(self, call):
+            asked.append(call.tool)
+            return Decision.proceed("person")
+
+    (project / ".env").write_text("TOKEN=1\n")
+    fs = FileTools(project, hooks=[Person()], audit=audit)
+    outside = await fs.read_many_files(["docs/guide.md", "../outside.txt"])
+    secret = await fs.read_many_files(["docs/guide.md", ".env"])
+    assert outside.error.code == "PATH_OUTSIDE_ROOT"
+    assert secret.error.code == "DENIED_PATTERN"
+    assert asked == []
+    logged = audit_events(audit)
+    assert [(e["decision"], e["paths"]) for e in logged] == [
+        ("none", ["docs/guide.md", "../outside.txt"]),
+        ("none", ["docs/guide.md", ".env"]),
+    ]
+    assert all(e["security_violation"] for e in logged)
+    await fs.close()
+
+
 class DiffBlind:
     """A hook that says it never reads ``ToolCall.diff`` (as AutoApprovePolicy does)."""
 

@@ -11,6 +11,7 @@ import pytest
 from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.hooks.decision import Decision, Risk, ToolCall, Verdict
 from tinyagent_fs.hooks.terminal import CHANGE_PROMPT, NO_ANSWER, TerminalHook
+from tinyagent_fs.tools.registry import tool_table
 
 EDITOR_SCRIPT = """
 import json, sys
@@ -215,7 +216,7 @@ def test_editor_comes_from_the_environment_when_not_given(
 def test_edit_without_a_changeset_edits_the_arguments_as_json(
     tmp_path: Path, editor: tuple[Path, Path]
 ) -> None:
-    call = ToolCall(tool="run_command", args={"command": "rm -rf build"}, risk=Risk.EXECUTE)
+    call = tool_table()["run_command"].review_call({"command": "rm -rf build"})
     decision, shown = run(call, "e\ne\n", editor=editor_command(editor, "json-two-step"))
     assert decision == Decision.modify(
         args={"command": "echo edited"},
@@ -228,7 +229,7 @@ def test_edit_without_a_changeset_edits_the_arguments_as_json(
 
 
 def test_unchanged_arguments_proceed(tmp_path: Path, editor: tuple[Path, Path]) -> None:
-    call = ToolCall(tool="run_command", args={"command": "ls"}, risk=Risk.EXECUTE)
+    call = tool_table()["run_command"].review_call({"command": "ls"})
     decision, _ = run(call, "e\n", editor=editor_command(editor, "keep"))
     assert decision == Decision.proceed(decided_by="terminal")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -86,7 +85,14 @@ class NoAnswer(Exception):
 
 @dataclass(frozen=True)
 class ToolCall:
-    """What a hook sees before a tool runs."""
+    """What a hook sees before a tool runs.
+
+    The pipeline builds it from the tool's spec (``ToolSpec.review_call``), so hooks
+    and approval surfaces learn what they need here instead of by the tool's name:
+    ``paths`` the call names, why it is ``never_trusted`` (empty: trust given for
+    the session may let it through), and ``command_line``, the command it runs with
+    its environment as a shell would show it, which covers ``command_arguments``.
+    """
 
     tool: str
     args: dict[str, Any]
@@ -96,31 +102,14 @@ class ToolCall:
     call_id: str = ""
     session_id: str = ""
     previous_decisions: tuple[Decision, ...] = field(default=())
+    paths: tuple[str, ...] = ()
+    never_trusted: str = ""
+    command_line: str | None = None
+    command_arguments: tuple[str, ...] = ()
 
     @property
     def mutating(self) -> bool:
         return self.risk is not Risk.READ
-
-    @property
-    def command_line(self) -> str | None:
-        """The command this call runs as a shell would show it, its environment first
-        (``NAME='value' ... command``); None for a call that runs no command.
-
-        Shown whole wherever a person approves a command: a variable can carry code
-        (``BASH_FUNC_ls%%``, ``LD_PRELOAD``) as well as the command can."""
-        name = COMMAND_ARGUMENTS.get(self.tool)
-        if name is None:
-            return None
-        env = self.args.get("env") or {}
-        if isinstance(env, dict):
-            prefix = "".join(f"{key}={shlex.quote(str(value))} " for key, value in env.items())
-        else:
-            prefix = f"env={env!r} "
-        return prefix + str(self.args.get(name, ""))
-
-
-COMMAND_ARGUMENTS = {"run_command": "command", "exec_command": "cmd"}
-"""The tools that run a command, and the argument that holds it."""
 
 
 @runtime_checkable

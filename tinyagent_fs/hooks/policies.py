@@ -10,9 +10,6 @@ from .decision import Decision, Risk, ToolCall
 
 POLICY_ENV = "TINYAGENT_FS_POLICY"
 POLICY_NAMES = ("auto-approve", "deny-all", "risk-based")
-NEVER_TRUSTED_TOOLS = frozenset({"delete_path", "run_command", "exec_command", "undo"})
-"""Always asked: a delete, a command (run, or started as a session) and an undo
-(which may delete what a change created)."""
 PERSON_DECIDERS = frozenset({"terminal", "mcp-elicitation"})
 """``decided_by`` of the hooks that put the call to a person (the notebook card's is
 ``"<user> (notebook)"``, the sidebar's ``"jupyter-sidebar:<user>"``); anything else
@@ -64,7 +61,8 @@ class RiskBasedPolicy:
     ``approver`` is the hook that asks a person (terminal, notebook widget). With
     none attached, a call that would ask is denied with a message that says how
     to allow it. Trust granted for a tool or a file for the session lets writes
-    through without asking, never deletes or commands.
+    through without asking, never deletes, commands or a call its tool marks
+    ``never_trusted`` (undo, which may delete what a change created).
     """
 
     name = "risk-based"
@@ -86,14 +84,14 @@ class RiskBasedPolicy:
         self.trusted_sessions.add(str(session_id))
 
     def trust_tool(self, tool: str) -> None:
-        _refuse_untrustable(tool)
+        """Let this tool's writes through unasked; its ``never_trusted`` calls still ask."""
         self.trusted_tools.add(tool)
 
     def trust_path(self, relative_path: str) -> None:
         self.trusted_paths.add(relative_path)
 
     def is_trusted(self, call: ToolCall) -> bool:
-        if call.tool in NEVER_TRUSTED_TOOLS or call.risk in (Risk.DESTRUCTIVE, Risk.EXECUTE):
+        if call.never_trusted or call.risk in (Risk.DESTRUCTIVE, Risk.EXECUTE):
             return False
         if call.tool in self.trusted_tools:
             return True
@@ -124,11 +122,6 @@ def _types_nothing(call: ToolCall) -> bool:
     if call.tool == "write_stdin":
         return not call.args.get("chars")
     return call.tool == "close_session"
-
-
-def _refuse_untrustable(tool: str) -> None:
-    if tool in NEVER_TRUSTED_TOOLS:
-        raise ValueError(f"{tool} always asks; it cannot be trusted for a session")
 
 
 def policy_from_name(name: str | None = None, approver: Any | None = None) -> Any:

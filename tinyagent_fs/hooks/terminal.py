@@ -23,7 +23,7 @@ from typing import Any, TextIO
 
 from ..changes import ChangeKind, ChangeSet, FileChange, relative_path
 from ..display_safe import visible
-from .decision import COMMAND_ARGUMENTS, Decision, NoAnswer, Risk, ToolCall
+from .decision import Decision, NoAnswer, Risk, ToolCall
 
 DECIDED_BY = "terminal"
 READS_PASS = "terminal (reads pass unasked)"
@@ -243,7 +243,7 @@ class TerminalHook:
         whole: tuple[str, ...] = ()
         if call.command_line is not None:
             lines.append(f"  $ {visible(call.command_line)}")
-            whole = (COMMAND_ARGUMENTS[call.tool], "env")
+            whole = call.command_arguments
         elif call.tool == "write_stdin":
             lines.append(f"  chars: {visible(str(call.args.get('chars', '')))}")
             whole = ("chars",)

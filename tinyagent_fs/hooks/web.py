@@ -22,7 +22,7 @@ from ..changes import ChangeSet
 from ..proposal import proposal_hash
 from .decision import Decision, NoAnswer, Risk, ToolCall
 from .jupyter_servers import JupyterServer, JupyterUnreachable, find_server
-from .policies import NEVER_TRUSTED_TOOLS, RiskBasedPolicy
+from .policies import RiskBasedPolicy
 from .terminal import _editable_files
 
 DECIDED_BY = "jupyter"
@@ -191,7 +191,7 @@ class WebApprovalHook:
     def _grant(self, call: ToolCall, trust: Any) -> None:
         if not isinstance(trust, dict) or call.risk is not Risk.WRITE:
             return
-        if trust.get("tool") is True and call.tool not in NEVER_TRUSTED_TOOLS:
+        if trust.get("tool") is True and not call.never_trusted:
             self.trust.trust_tool(call.tool)
         paths = set(_paths(call))
         for path in trust.get("paths") or []:
@@ -209,7 +209,7 @@ class WebApprovalHook:
             "diff": diff,
             "paths": _paths(call),
             "editable": _editable(changeset),
-            "can_trust": call.risk is Risk.WRITE and call.tool not in NEVER_TRUSTED_TOOLS,
+            "can_trust": call.risk is Risk.WRITE and not call.never_trusted,
             "origin": self.origin,
             "root": str(changeset.root) if changeset is not None else "",
             "timeout_s": self.timeout_s,
@@ -230,7 +230,7 @@ class WebApprovalHook:
 def _paths(call: ToolCall) -> list[str]:
     if call.changeset is not None:
         return call.changeset.relative_paths()
-    return [str(v) for k, v in call.args.items() if k in ("path", "workdir") and isinstance(v, str)]
+    return list(call.paths)
 
 
 def _editable(changeset: ChangeSet | None) -> list[dict[str, str]]:

@@ -29,7 +29,7 @@ from urllib.parse import unquote, urlparse
 from ..errors import ErrorCode, ToolError
 from ..providers.base import Provider
 from ..tools.facade import FileTools
-from ..tools.pipeline import PATH_ARGUMENTS
+from ..tools.registry import tool_table
 
 ProviderFactory = Callable[[Sequence[str]], Provider]
 """A provider whose roots are exactly these folders (the first is its root)."""
@@ -84,13 +84,13 @@ def ignore_file_above(root: str, folder: str) -> bool:
     return False
 
 
-def path_arguments(args: dict[str, Any]) -> list[str]:
-    """Every path a call names (``read_many_files`` names several)."""
-    found = [args[key] for key in PATH_ARGUMENTS if isinstance(args.get(key), str)]
-    paths = args.get("paths")
-    if isinstance(paths, list):
-        found += [p for p in paths if isinstance(p, str)]
-    return found
+TOOLS = tool_table()
+
+
+def path_arguments(tool: str, args: dict[str, Any]) -> list[str]:
+    """Every path a call names, as its tool declares them (none for an unknown tool)."""
+    spec = TOOLS.get(tool)
+    return [named.path for named in spec.paths(args)] if spec is not None else []
 
 
 class ServedRoots:
@@ -141,10 +141,11 @@ class ServedRoots:
                 f"started with ({', '.join(self.configured)}), so no folder is served",
                 "ask the person to add a folder inside one of them to the client's roots",
             )
-        if tool == "undo":
-            return self._undo_toolkit(args.get("change_id"))
+        spec = TOOLS.get(tool)
+        if spec is not None and spec.change_argument is not None:
+            return self._journal_toolkit(args.get(spec.change_argument))
         chosen: str | None = None
-        for raw in path_arguments(args):
+        for raw in path_arguments(tool, args):
             folder = self._folder_of(raw)
             if chosen is not None and folder != chosen:
                 raise ToolError(
@@ -188,7 +189,7 @@ class ServedRoots:
             f"relative paths are resolved against {self.served[0]}.",
         )
 
-    def _undo_toolkit(self, change_id: Any) -> FileTools:
+    def _journal_toolkit(self, change_id: Any) -> FileTools:
         """The folder whose journal holds the change (by default the latest change of all)."""
         toolkits = [self._toolkit(folder) for folder in self.served]
         latest: tuple[float, FileTools] | None = None

@@ -281,7 +281,7 @@ class McpServer:
             AuditEvent(
                 tool=name,
                 arguments=summarise_arguments(arguments),
-                paths=path_arguments(arguments),
+                paths=path_arguments(name, arguments),
                 root=roots.served[0] if roots.served else "",
                 outcome="error",
                 error_code=error.code.value if error else None,

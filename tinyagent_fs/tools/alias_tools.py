@@ -18,7 +18,7 @@ from ..result import ToolResult
 from .context import ToolContext
 from .plan import Plan
 from .search_tools import grep
-from .spec import ToolSpec, boolean, integer, schema, string
+from .spec import PathIntent, ToolSpec, boolean, integer, schema, string
 from .write_tools import plan_edit_file
 
 _FILE_TYPE = re.compile(r"[A-Za-z0-9_+\-]+")
@@ -129,6 +129,7 @@ ALIAS_TOOLS = (
         ),
         risk=Risk.WRITE,
         plan=plan_update_file,
+        path_arguments={"file_path": PathIntent.WRITE},
     ),
     ToolSpec(
         name="search_files",
@@ -159,6 +160,7 @@ ALIAS_TOOLS = (
         ),
         risk=Risk.READ,
         run=search_files,
+        path_arguments={"directory": PathIntent.READ},
         idempotent=True,
     ),
 )

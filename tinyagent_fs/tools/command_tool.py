@@ -8,7 +8,7 @@ from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from ..result import ToolResult
 from .context import ToolContext
-from .spec import ToolSpec, schema, string
+from .spec import PathIntent, ToolSpec, schema, string
 
 
 def require_confinement(ctx: ToolContext) -> None:
@@ -116,5 +116,8 @@ COMMAND_TOOLS = (
         ),
         risk=Risk.EXECUTE,
         run=run_command,
+        path_arguments={"workdir": PathIntent.READ},
+        never_trusted="commands always ask and cannot be trusted for the session",
+        command_argument="command",
     ),
 )

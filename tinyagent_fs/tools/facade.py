@@ -175,8 +175,8 @@ class FileTools:
             },
         )
 
-    async def glob(self, pattern: str, path: str = ".") -> ToolResult:
-        return await self.call("glob", {"pattern": pattern, "path": path})
+    async def glob(self, pattern: str, path: str = ".", limit: int = 500) -> ToolResult:
+        return await self.call("glob", {"pattern": pattern, "path": path, "limit": limit})
 
     async def grep(
         self,
@@ -272,3 +272,37 @@ class FileTools:
 
     async def close_session(self, session_id: str) -> ToolResult:
         return await self.call("close_session", {"session_id": session_id})
+
+    async def update_file(
+        self, file_path: str, old_content: str, new_content: str, expected_matches: int = 1
+    ) -> ToolResult:
+        """TinyAgent's name for ``edit_file``: every tool the model is offered is a method."""
+        return await self.call(
+            "update_file",
+            {
+                "file_path": file_path,
+                "old_content": old_content,
+                "new_content": new_content,
+                "expected_matches": expected_matches,
+            },
+        )
+
+    async def search_files(
+        self,
+        pattern: str,
+        directory: str = ".",
+        file_types: list[str] | None = None,
+        case_sensitive: bool = False,
+        regex: bool = False,
+    ) -> ToolResult:
+        """TinyAgent's name for ``grep``: every tool the model is offered is a method."""
+        return await self.call(
+            "search_files",
+            {
+                "pattern": pattern,
+                "directory": directory,
+                "file_types": file_types,
+                "case_sensitive": case_sensitive,
+                "regex": regex,
+            },
+        )

@@ -16,7 +16,7 @@ from ..hooks.decision import Risk
 from ..result import ToolResult
 from .context import ToolContext
 from .plan import Plan
-from .spec import ToolSpec, boolean, schema, string
+from .spec import PathIntent, ToolSpec, boolean, schema, string
 
 
 async def _tree(ctx: ToolContext, directory: Path) -> tuple[list[Path], list[Path]]:
@@ -220,6 +220,8 @@ PATH_TOOLS = (
         ),
         risk=Risk.DESTRUCTIVE,
         plan=plan_delete_path,
+        path_arguments={"path": PathIntent.WRITE},
+        never_trusted="deletes always ask and cannot be trusted for the session",
     ),
     ToolSpec(
         name="move_path",
@@ -231,6 +233,7 @@ PATH_TOOLS = (
         parameters=schema({"src": PATH, "dst": PATH, "overwrite": OVERWRITE}, ("src", "dst")),
         risk=Risk.WRITE,
         plan=plan_move_path,
+        path_arguments={"src": PathIntent.WRITE, "dst": PathIntent.WRITE},
     ),
     ToolSpec(
         name="copy_path",
@@ -242,6 +245,7 @@ PATH_TOOLS = (
         parameters=schema({"src": PATH, "dst": PATH, "overwrite": OVERWRITE}, ("src", "dst")),
         risk=Risk.WRITE,
         plan=plan_copy_path,
+        path_arguments={"src": PathIntent.READ, "dst": PathIntent.WRITE},
     ),
     ToolSpec(
         name="create_directory",
@@ -252,6 +256,7 @@ PATH_TOOLS = (
         parameters=schema({"path": PATH}, ("path",)),
         risk=Risk.WRITE,
         plan=plan_create_directory,
+        path_arguments={"path": PathIntent.WRITE},
         idempotent=True,
     ),
 )

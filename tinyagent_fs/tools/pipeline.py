@@ -20,10 +20,9 @@ from .command_tool import require_confinement
 from .context import ToolContext
 from .plan import Plan
 from .restore import commit_payload, recover_interrupted
-from .spec import ToolSpec
+from .spec import PathIntent, ToolSpec
 from .validate import validate_arguments
 
-PATH_ARGUMENTS = ("path", "src", "dst", "workdir", "file_path", "directory")
 MESSAGE_CHARS = 200
 """How much of a result's first line the audit event keeps as its message."""
 
@@ -103,25 +102,16 @@ class Pipeline:
         resolved path at the moment of use."""
         if spec.risk is Risk.EXECUTE:
             require_confinement(self.ctx)
-        for key in PATH_ARGUMENTS:
-            value = args.get(key)
-            if isinstance(value, str):
-                writes = not spec.read_only and key not in ("workdir", "directory")
-                self.ctx.resolve(value, for_write=writes)
+        for named in spec.paths(args):
+            self.ctx.resolve(named.path, for_write=named.intent is PathIntent.WRITE)
 
     async def _direct(self, record: CallRecord, spec: ToolSpec, args: dict[str, Any]) -> ToolResult:
-        call = ToolCall(
-            spec.name, args, spec.risk, call_id=uuid.uuid4().hex[:12], session_id=self._session
-        )
+        call = spec.review_call(args, call_id=uuid.uuid4().hex[:12], session_id=self._session)
 
         async def replan(current: ToolCall, decision: Decision) -> ToolCall:
             new_args = validate_arguments(spec.name, spec.parameters, decision.modified_args)
-            return ToolCall(
-                spec.name,
-                new_args,
-                spec.risk,
-                call_id=current.call_id,
-                session_id=current.session_id,
+            return spec.review_call(
+                new_args, call_id=current.call_id, session_id=current.session_id
             )
 
         review = await self.hooks.before(call, replan)
@@ -218,10 +208,8 @@ class Pipeline:
         if self.hooks.read_diffs:
             with paused_gc():
                 diff = plan.changeset.unified_diff()
-        return ToolCall(
-            spec.name,
+        return spec.review_call(
             args,
-            spec.risk,
             changeset=plan.changeset,
             diff=diff,
             call_id=call_id,
@@ -239,7 +227,11 @@ class Pipeline:
         decision = record.review.decision if record.review else None
         changeset = record.changeset
         added, removed = changeset.line_counts() if changeset else (0, 0)
-        paths = changeset.relative_paths() if changeset else _argument_paths(record.args)
+        spec = self.tools.get(record.tool)
+        if changeset is not None:
+            paths = changeset.relative_paths()
+        else:
+            paths = [named.path for named in spec.paths(record.args)] if spec else []
         abs_paths = [str(p) for p in changeset.paths()] if changeset else []
         denied = decision is not None and decision.verdict is Verdict.DENY
         event = AuditEvent(
@@ -318,7 +310,3 @@ def _first_line(text: str, limit: int) -> str:
     splitting a whole file's worth of output to find it."""
     lines = text[: limit + 1].splitlines()
     return lines[0][:limit] if lines else ""
-
-
-def _argument_paths(args: dict[str, Any]) -> list[str]:
-    return [args[k] for k in PATH_ARGUMENTS if isinstance(args.get(k), str)]

@@ -15,7 +15,7 @@ from ..text import decode_text, detect_binary_type, split_lines
 from .context import ToolContext
 from .format import number_lines
 from .search_tools import too_deep_notes
-from .spec import ToolSpec, integer, schema, string
+from .spec import PathIntent, ToolSpec, integer, schema, string
 
 
 @dataclass(frozen=True)
@@ -305,6 +305,7 @@ READ_TOOLS = (
         ),
         risk=Risk.READ,
         run=read_file,
+        path_arguments={"path": PathIntent.READ},
         idempotent=True,
     ),
     ToolSpec(
@@ -328,6 +329,7 @@ READ_TOOLS = (
         ),
         risk=Risk.READ,
         run=read_many_files,
+        path_arguments={"paths": PathIntent.READ},
         idempotent=True,
     ),
     ToolSpec(
@@ -336,6 +338,7 @@ READ_TOOLS = (
         parameters=schema({"path": PATH}, ("path",)),
         risk=Risk.READ,
         run=file_exists,
+        path_arguments={"path": PathIntent.READ},
         idempotent=True,
     ),
     ToolSpec(
@@ -348,6 +351,7 @@ READ_TOOLS = (
         parameters=schema({"path": PATH}, ("path",)),
         risk=Risk.READ,
         run=get_file_info,
+        path_arguments={"path": PathIntent.READ},
         idempotent=True,
     ),
 )

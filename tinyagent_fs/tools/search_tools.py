@@ -10,7 +10,7 @@ from ..ops import listing as entry
 from ..ops.path_blob import unpack_paths
 from ..result import ToolResult
 from .context import ToolContext
-from .spec import ToolSpec, boolean, integer, schema, string
+from .spec import PathIntent, ToolSpec, boolean, integer, schema, string
 
 
 def _search_args(ctx: ToolContext) -> dict[str, Any]:
@@ -189,6 +189,7 @@ SEARCH_TOOLS = (
         ),
         risk=Risk.READ,
         run=list_directory,
+        path_arguments={"path": PathIntent.READ},
         idempotent=True,
     ),
     ToolSpec(
@@ -209,6 +210,7 @@ SEARCH_TOOLS = (
         ),
         risk=Risk.READ,
         run=glob,
+        path_arguments={"path": PathIntent.READ},
         idempotent=True,
     ),
     ToolSpec(
@@ -238,6 +240,7 @@ SEARCH_TOOLS = (
         ),
         risk=Risk.READ,
         run=grep,
+        path_arguments={"path": PathIntent.READ},
         idempotent=True,
     ),
 )

@@ -15,7 +15,7 @@ from ..providers.sessions import ENDED_WHY, Session
 from ..result import ToolResult
 from ..terminal_text import TerminalText
 from .context import ToolContext
-from .spec import ToolSpec, integer, schema, string
+from .spec import PathIntent, ToolSpec, integer, schema, string
 
 SIGNAL_LIMITS = {128 + 24: "cpu_time", 128 + 25: "file_size"}
 """Exit codes of a program ended by SIGXCPU or SIGXFSZ: its rlimit stopped it."""
@@ -229,6 +229,9 @@ SESSION_TOOLS = (
         ),
         risk=Risk.EXECUTE,
         run=exec_command,
+        path_arguments={"workdir": PathIntent.READ},
+        never_trusted="commands always ask and cannot be trusted for the session",
+        command_argument="cmd",
     ),
     ToolSpec(
         name="write_stdin",

@@ -1,14 +1,18 @@
-"""ToolSpec: a tool's face to the model (name, description, schema, risk) and its code."""
+"""ToolSpec: a tool's face to the model (name, description, schema, risk), its code,
+and what the pipeline, hooks and integrations must know of it (paths, trust, review)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+import shlex
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
-from ..hooks.decision import Risk
+from ..hooks.decision import Risk, ToolCall
 
 if TYPE_CHECKING:
+    from ..changes import ChangeSet
     from ..result import ToolResult
     from .context import ToolContext
     from .plan import Plan
@@ -17,12 +21,36 @@ Runner = Callable[["ToolContext", dict[str, Any]], Awaitable["ToolResult"]]
 Planner = Callable[["ToolContext", dict[str, Any]], Awaitable["Plan"]]
 
 
+class PathIntent(str, Enum):
+    """What a call does at a path: the guard refuses write-denied paths only for writes."""
+
+    READ = "read"
+    WRITE = "write"
+
+
+@dataclass(frozen=True)
+class NamedPath:
+    """One path a call names: the argument it came from, and what the call does there."""
+
+    argument: str
+    path: str
+    intent: PathIntent
+
+
 @dataclass(frozen=True)
 class ToolSpec:
     """Exactly one of ``run`` (reads, commands) or ``plan`` (file changes) is set.
 
     Planned tools go through review with their ChangeSet and are committed by the
     pipeline; run tools are reviewed on their arguments and then run.
+
+    ``path_arguments`` names every argument that holds a path (a string, or a list
+    of strings) and what the call does there; the guard checks each before review.
+    ``never_trusted`` says why the call always asks a person (empty: trust given
+    for the session may let it through). ``command_argument`` names the argument
+    holding the command a tool runs, shown for review with its environment.
+    ``change_argument`` names the argument that picks a recorded change: such a
+    call works in the folder whose journal holds it, not where a path lies.
     """
 
     name: str
@@ -32,6 +60,10 @@ class ToolSpec:
     run: Runner | None = None
     plan: Planner | None = None
     idempotent: bool = False
+    path_arguments: Mapping[str, PathIntent] = field(default_factory=dict)
+    never_trusted: str = ""
+    command_argument: str | None = None
+    change_argument: str | None = None
 
     @property
     def read_only(self) -> bool:
@@ -41,6 +73,56 @@ class ToolSpec:
     def title(self) -> str:
         """A human label for tool pickers: ``read_many_files`` -> ``Read many files``."""
         return self.name.replace("_", " ").capitalize()
+
+    def paths(self, args: Mapping[str, Any]) -> list[NamedPath]:
+        """Every path ``args`` name, in declaration order (a list argument names several)."""
+        found: list[NamedPath] = []
+        for argument, intent in self.path_arguments.items():
+            value = args.get(argument)
+            values = value if isinstance(value, list) else [value]
+            found += [NamedPath(argument, v, intent) for v in values if isinstance(v, str)]
+        return found
+
+    def describe(self, args: Mapping[str, Any]) -> str | None:
+        """The command this call runs as a shell would show it, its environment first
+        (``NAME='value' ... command``); None for a tool that runs no command.
+
+        Shown whole wherever a person approves a command: a variable can carry code
+        (``BASH_FUNC_ls%%``, ``LD_PRELOAD``) as well as the command can."""
+        if self.command_argument is None:
+            return None
+        env = args.get("env") or {}
+        if isinstance(env, dict):
+            prefix = "".join(f"{key}={shlex.quote(str(value))} " for key, value in env.items())
+        else:
+            prefix = f"env={env!r} "
+        return prefix + str(args.get(self.command_argument, ""))
+
+    def review_call(
+        self,
+        args: dict[str, Any],
+        *,
+        changeset: ChangeSet | None = None,
+        diff: str = "",
+        call_id: str = "",
+        session_id: str = "",
+    ) -> ToolCall:
+        """The call as hooks see it, carrying what they may know of this tool (hooks
+        and UI never import tools, so they never look a tool up by name)."""
+        command_line = self.describe(args)
+        return ToolCall(
+            self.name,
+            args,
+            self.risk,
+            changeset=changeset,
+            diff=diff,
+            call_id=call_id,
+            session_id=session_id,
+            paths=tuple(named.path for named in self.paths(args)),
+            never_trusted=self.never_trusted,
+            command_line=command_line,
+            command_arguments=(self.command_argument, "env") if command_line is not None else (),
+        )
 
 
 def schema(properties: dict[str, Any], required: tuple[str, ...] = ()) -> dict[str, Any]:

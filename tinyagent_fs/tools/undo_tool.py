@@ -85,5 +85,7 @@ UNDO_TOOLS = (
         ),
         risk=Risk.WRITE,
         plan=plan_undo,
+        never_trusted="undo always asks (it may delete files), never trusted",
+        change_argument="change_id",
     ),
 )

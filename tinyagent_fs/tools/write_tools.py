@@ -22,7 +22,7 @@ from ..text import UTF8_LF, DecodedText, decode_text, encode_text, encoded_view,
 from .context import ToolContext
 from .format import short_diff, snippet
 from .plan import Plan
-from .spec import ToolSpec, boolean, integer, schema, string
+from .spec import PathIntent, ToolSpec, boolean, integer, schema, string
 
 
 async def _current(ctx: ToolContext, path: Path) -> tuple[bytes | None, DecodedText | None, bool]:
@@ -311,6 +311,7 @@ WRITE_TOOLS = (
         ),
         risk=Risk.WRITE,
         plan=plan_write_file,
+        path_arguments={"path": PathIntent.WRITE},
     ),
     ToolSpec(
         name="edit_file",
@@ -343,6 +344,7 @@ WRITE_TOOLS = (
         ),
         risk=Risk.WRITE,
         plan=plan_edit_file,
+        path_arguments={"path": PathIntent.WRITE},
     ),
     ToolSpec(
         name="multi_edit",
@@ -365,5 +367,6 @@ WRITE_TOOLS = (
         ),
         risk=Risk.WRITE,
         plan=plan_multi_edit,
+        path_arguments={"path": PathIntent.WRITE},
     ),
 )

@@ -29,7 +29,6 @@ import ipywidgets as widgets
 from ..display_safe import visible
 from ..hooks.decision import Decision, NoAnswer, Risk, ToolCall, Verdict
 from ..hooks.policies import (
-    NEVER_TRUSTED_TOOLS,
     POLICY_ENV,
     SIDEBAR_DECIDER,
     RiskBasedPolicy,
@@ -86,7 +85,7 @@ class PendingApproval:
         self.how = ""
         self._hook = hook
         self._lock = threading.Lock()
-        can_trust = call.tool not in NEVER_TRUSTED_TOOLS and call.risk is Risk.WRITE
+        can_trust = not call.never_trusted and call.risk is Risk.WRITE
         self.card = ApprovalCard(
             call,
             hook.settings,
@@ -209,8 +208,9 @@ class JupyterHook:
         return self.container
 
     def grant(self, trust: TrustChoice) -> None:
-        """Remember what a person trusted; the risk-based policy consults it next time."""
-        if trust.tool is not None and trust.tool not in NEVER_TRUSTED_TOOLS:
+        """Remember what a person trusted; the risk-based policy consults it next time
+        (and never lets a ``never_trusted`` call through on it)."""
+        if trust.tool is not None:
             self.risk_policy.trust_tool(trust.tool)
         for path in trust.paths:
             self.risk_policy.trust_path(path)
@@ -327,11 +327,11 @@ class JupyterHook:
         return approval.future.result()
 
     def _policy_note(self, call: ToolCall, side: KernelSide | None) -> str:
-        if call.tool == "run_command" or call.risk is Risk.EXECUTE:
+        if call.never_trusted:
+            note = f"Policy risk-based: {call.never_trusted}."
+        elif call.risk is Risk.EXECUTE:
             note = "Policy risk-based: commands always ask and cannot be trusted for the session."
-        elif call.tool == "undo":
-            note = "Policy risk-based: undo always asks (it may delete files), never trusted."
-        elif call.risk is Risk.DESTRUCTIVE or call.tool in NEVER_TRUSTED_TOOLS:
+        elif call.risk is Risk.DESTRUCTIVE:
             note = "Policy risk-based: deletes always ask and cannot be trusted for the session."
         else:
             note = "Policy risk-based: writes ask unless you trust the file or the tool."
