@@ -9,7 +9,6 @@ from typing import Any
 
 import ipywidgets as widgets
 import pytest
-from tinyagent_fs.tools.result import ToolResult
 
 from tinyagent_fs import FileTools
 from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
@@ -17,6 +16,7 @@ from tinyagent_fs.hooks.decision import Risk
 from tinyagent_fs.hooks.policies import RiskBasedPolicy
 from tinyagent_fs.hooks.web import WebApprovalHook
 from tinyagent_fs.providers import LocalProvider
+from tinyagent_fs.result import ToolResult
 from tinyagent_fs.tools.registry import ALL_TOOLS, tool_table
 from tinyagent_fs.tools.spec import PathIntent, ToolSpec, schema, string
 from tinyagent_fs.ui import JupyterHook
