@@ -289,21 +289,27 @@ export class AuditModel {
       this._setMode('polling');
     }
     this._error = '';
-    if (page.events.length) {
+    // A reload that finished while this request was out may hold some of these
+    // events already: keep only the ones newer than what the list has.
+    const known = new Set(this._list.map(event => event.event_id));
+    const fresh = page.events.filter(
+      event => event.seq > this._latest && !known.has(event.event_id)
+    );
+    if (fresh.length) {
       // New sessions or tools for the filter choices, and fresh counts.
       const facets = await this._request<IFacets>('sessions');
       if (reloads !== this._reloads) {
         return;
       }
       this._facets = facets;
-      this._latest = page.latest;
-      this._list = page.events.concat(this._list).slice(0, this._maxEvents);
+      this._latest = Math.max(this._latest, page.latest);
+      this._list = fresh.concat(this._list).slice(0, this._maxEvents);
       if (this._list.length === this._maxEvents) {
         this._nextBefore = this._list[this._list.length - 1].seq;
       }
       this._changed.emit();
     } else {
-      this._latest = page.latest;
+      this._latest = Math.max(this._latest, page.latest);
     }
   }
 
