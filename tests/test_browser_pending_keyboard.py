@@ -108,8 +108,9 @@ def nothing_waits(page: Any, what: str) -> None:
     assert page.locator(HEADING).inner_text() == "Pending: nothing waits for you"
     page.locator(BADGE).wait_for(state="hidden", timeout=15_000)
     page.locator(TOAST, has_text=what).wait_for(state="hidden", timeout=15_000)
-    page.keyboard.press("Shift+Tab")  # away from the section, which then goes
+    page.keyboard.press("Tab")  # on to the audit log: the empty section goes
     page.locator(SECTION).wait_for(state="hidden")
+    assert focused(page) == "input.jp-mod-styled jp-TinyAgentFS-search", focused(page)
 
 
 def test_two_cards_answered_by_keyboard_the_focus_follows(

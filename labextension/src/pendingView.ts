@@ -26,12 +26,17 @@ export class PendingSection {
     this._heading.tabIndex = -1;
     this._list.className = 'jp-TinyAgentFS-pendingList';
     this.node.append(this._heading, this._list);
-    // An empty section stays while it holds the focus, and goes when it leaves.
-    this.node.addEventListener('focusout', event => {
-      if (!this.node.contains(event.relatedTarget as Node | null)) {
-        this._render();
-      }
-    });
+    // An empty section stays while it holds the focus and goes when the keyboard
+    // leaves it; a click elsewhere leaves it until the next change, since the
+    // sidebar shifting under the pointer would make that click miss.
+    this.node.addEventListener('focusout', () =>
+      window.setTimeout(() => {
+        const now = document.activeElement;
+        if (now && !this.node.contains(now) && now.matches(':focus-visible')) {
+          this._render();
+        }
+      })
+    );
     this._model.changed.connect(this._render, this);
     this._render();
   }
