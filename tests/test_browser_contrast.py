@@ -70,8 +70,11 @@ CELLS = [SETUP, *(f'await write("theme-{index}")' for index in range(len(THEMES)
 
 LOW_CONTRAST = """(root) => {
     const parse = (text) => {
+        // rgb(0-255 ...) or, from color-mix(), color(srgb 0-1 ...)
         const parts = text.match(/[\\d.]+/g).map(Number);
-        return [parts[0], parts[1], parts[2], parts.length > 3 ? parts[3] : 1];
+        const scale = text.startsWith('color(') ? 255 : 1;
+        return [parts[0] * scale, parts[1] * scale, parts[2] * scale,
+                parts.length > 3 ? parts[3] : 1];
     };
     const over = (top, below) => top.slice(0, 3).map(
         (value, i) => value * top[3] + below[i] * (1 - top[3])).concat(1);
@@ -94,14 +97,15 @@ LOW_CONTRAST = """(root) => {
     for (const el of [root, ...root.querySelectorAll('*')]) {
         const text = [...el.childNodes]
             .filter((n) => n.nodeType === Node.TEXT_NODE).map((n) => n.textContent).join('').trim();
-        if (!text || !el.getClientRects().length || el.closest(':disabled')) continue;
-        const style = getComputedStyle(el);
+        const empty = (el.matches('input, textarea') && !el.value) ? el.placeholder : '';
+        if (!(text || empty) || !el.getClientRects().length || el.closest(':disabled')) continue;
+        const style = getComputedStyle(el, empty ? '::placeholder' : null);
         if (style.visibility === 'hidden') continue;
         const below = backdrop(el);
         const fg = over(parse(style.color), below);
         const [light, dark] = [luminance(fg), luminance(below)].sort((a, b) => b - a);
         const ratio = (light + 0.05) / (dark + 0.05);
-        found.push({ text: text.slice(0, 30), cls: el.className,
+        found.push({ text: (text || empty).slice(0, 30), cls: el.className,
                      ratio: Math.round(ratio * 100) / 100, color: style.color,
                      background: below.map(Math.round).join(',') });
     }

@@ -11,65 +11,40 @@ with what to install: these tests are never skipped.
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
-from tests.jupyter_process import JupyterProcess, start_jupyter
+from tests.jupyter_process import JupyterProcess
 from tests.mcp_raw_client import RawServer
-from tests.test_browser_audit_sidebar import ARTIFACTS, shot, show_audit_panel
+from tests.pending_support import (
+    BADGE,
+    agent,
+    lab_page,
+    last_audit,
+    pending_lab,
+    result_of,
+    row_for,
+    wait_no_rows,
+)
+from tests.test_browser_audit_sidebar import shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
-
-REPO = Path(__file__).resolve().parent.parent
-SECTION = "#tinyagent-fs-audit .jp-TinyAgentFS-pending"
-ROW = f"{SECTION} .jp-TinyAgentFS-pendingRow"
-BADGE = ".jp-TinyAgentFS-pendingBadge"
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]:
-    require_browser()
     root = tmp_path_factory.mktemp("pending-root")
-    home = tmp_path_factory.mktemp("pending-home")
-    news = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)
-    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    process = start_jupyter(
-        "lab",
-        root,
-        home,
-        extra_args=["--TinyAgentFSServer.approval_abandon_s=2"],
-        env={
-            "TINYAGENT_FS_AUDIT_DIR": str(home / "audit"),
-            "TINYAGENT_FS_JOURNAL_DIR": str(home / "journal"),
-        },
-    )
-    yield process
-    process.stop()
+    with pending_lab(root, tmp_path_factory.mktemp("pending-home")) as process:
+        yield process
 
 
 @pytest.fixture(scope="module")
 def page(lab: JupyterProcess) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        tab = context.new_page()
-        tab.set_default_timeout(60_000)
-        tab.goto(lab.url("lab"))
-        tab.wait_for_selector(".jp-LabShell", state="visible")
-        show_audit_panel(tab)
+    with lab_page(lab) as tab:
         yield tab
-        context.close()
-        browser.close()
 
 
 @pytest.fixture(autouse=True)
@@ -78,51 +53,6 @@ def screenshot_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
     yield
     if request.session.testsfailed > failed_before and "page" in request.fixturenames:
         shot(request.getfixturevalue("page"), f"failed-{request.node.name}")
-
-
-def agent(lab: JupyterProcess, project: Path, tool: str, args: dict, *extra: str) -> Any:
-    project.mkdir(exist_ok=True)
-    return subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tests.approval_agent",
-            str(project),
-            tool,
-            json.dumps(args),
-            *extra,
-        ],
-        cwd=REPO,
-        env=lab.env,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def result_of(process: Any, timeout: float = 60) -> dict[str, Any]:
-    out, err = process.communicate(timeout=timeout)
-    assert process.returncode == 0, err
-    (line,) = out.splitlines()
-    return dict(json.loads(line))
-
-
-def last_audit(lab: JupyterProcess) -> dict[str, Any]:
-    path = Path(lab.env["TINYAGENT_FS_AUDIT_DIR"]) / "audit.jsonl"
-    return dict(json.loads(path.read_text().splitlines()[-1]))
-
-
-def row_for(page: Any, path: str) -> Any:
-    row = page.locator(ROW, has_text=path)
-    row.wait_for(state="visible", timeout=30_000)
-    return row
-
-
-def wait_no_rows(page: Any, timeout_ms: int = 15_000) -> None:
-    page.wait_for_function(
-        f"() => document.querySelectorAll({json.dumps(ROW)}).length === 0", timeout=timeout_ms
-    )
 
 
 def test_approve_in_the_sidebar_writes_the_file_and_the_audit_names_who(

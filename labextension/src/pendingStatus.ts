@@ -40,28 +40,30 @@ export function announcePending(options: {
       activeStateChanged: model.changed
     });
   }
+  // One notification, said again whenever the waiting set changes: an answered
+  // call must not stay named in it; gone when nothing waits.
   let notification = '';
-  let seen = new Set<string>();
+  let shown = new Set<string>();
   model.changed.connect(() => {
-    const ids = new Set(model.proposals.map(p => p.id));
-    const fresh = model.proposals.filter(p => !seen.has(p.id));
-    seen = ids;
-    if (!ids.size) {
+    const proposals = model.proposals;
+    const fresh = proposals.some(p => !shown.has(p.id));
+    if (!fresh && proposals.length === shown.size) {
+      return;
+    }
+    shown = new Set(proposals.map(p => p.id));
+    if (!proposals.length) {
       if (notification) {
         Notification.dismiss(notification);
         notification = '';
       }
       return;
     }
-    if (!fresh.length && notification) {
-      return;
-    }
-    const newest = fresh[fresh.length - 1] ?? model.proposals[0];
+    const newest = proposals[proposals.length - 1]; // the server lists oldest first
     const message = visible(
       trans._n(
         'An agent waits for your approval: %2',
         '%1 agent changes wait for your approval; newest: %2',
-        ids.size,
+        proposals.length,
         `${newest.tool} ${newest.paths.join(', ')}`.trim()
       )
     );
@@ -72,7 +74,8 @@ export function announcePending(options: {
         displayType: 'accent' as const
       }
     ];
-    if (notification) {
+    const updated =
+      notification !== '' &&
       Notification.update({
         id: notification,
         message,
@@ -80,7 +83,8 @@ export function announcePending(options: {
         actions,
         autoClose: false
       });
-    } else {
+    if (!updated && fresh) {
+      // none yet, or the person closed it: a new call is announced anew
       notification = Notification.warning(message, {
         autoClose: false,
         actions

@@ -6,6 +6,10 @@
  * Cards are keyed by proposal id and kept across updates, so a reason being
  * typed or content being edited survives other proposals coming and going.
  * Everything the agent sent is shown as text (`textContent`), never as HTML.
+ *
+ * From the keyboard: each card is a region named for the call; when a card
+ * that holds the focus goes (answered here or elsewhere), the focus moves to
+ * the next card, or to the heading when none is left, never to the page.
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
@@ -19,8 +23,20 @@ export class PendingSection {
     this.node.className = 'jp-TinyAgentFS-pending';
     this.node.setAttribute('aria-label', this._trans.__('Pending approvals'));
     this._heading.className = 'jp-TinyAgentFS-pendingHeading';
+    this._heading.tabIndex = -1;
     this._list.className = 'jp-TinyAgentFS-pendingList';
     this.node.append(this._heading, this._list);
+    // An empty section stays while it holds the focus and goes when the keyboard
+    // leaves it; a click elsewhere leaves it until the next change, since the
+    // sidebar shifting under the pointer would make that click miss.
+    this.node.addEventListener('focusout', () =>
+      window.setTimeout(() => {
+        const now = document.activeElement;
+        if (now && !this.node.contains(now) && now.matches(':focus-visible')) {
+          this._render();
+        }
+      })
+    );
     this._model.changed.connect(this._render, this);
     this._render();
   }
@@ -33,40 +49,69 @@ export class PendingSection {
 
   private _render(): void {
     const proposals = this._model.proposals;
-    this.node.hidden = proposals.length === 0 && !this._model.error;
-    this._heading.textContent = this._trans._n(
-      'Pending: %1 change waits for you',
-      'Pending: %1 changes wait for you',
-      proposals.length
-    );
+    this._heading.textContent = proposals.length
+      ? this._trans._n(
+          'Pending: %1 change waits for you',
+          'Pending: %1 changes wait for you',
+          proposals.length
+        )
+      : this._trans.__('Pending: nothing waits for you');
     const keep = new Set(proposals.map(p => p.id));
+    // The focus moves before its card goes: a removed element takes it to the page.
+    const order = [...this._cards.keys()];
+    const losing = order.findIndex(
+      id =>
+        !keep.has(id) && this._cards.get(id)?.contains(document.activeElement)
+    );
+    if (losing >= 0) {
+      this._nextFocus(order.slice(losing + 1), keep).focus();
+    }
     for (const [id, card] of this._cards) {
       if (!keep.has(id)) {
         card.remove();
         this._cards.delete(id);
       }
     }
-    for (const proposal of proposals) {
+    // Oldest first, as the server lists; a card already in place is not moved,
+    // since moving an element takes the focus from whatever is typed in it.
+    proposals.forEach((proposal, at) => {
       let card = this._cards.get(proposal.id);
       if (!card) {
         card = this._card(proposal);
         this._cards.set(proposal.id, card);
       }
-      this._list.append(card); // oldest first, in the order the server lists
-    }
+      const there = this._list.children[at] ?? null;
+      if (there !== card) {
+        this._list.insertBefore(card, there);
+      }
+    });
+    this.node.hidden =
+      proposals.length === 0 &&
+      !this._model.error &&
+      !this.node.contains(document.activeElement);
+  }
+
+  /** The first card that stays among ``after``, else the last that stays, else the heading. */
+  private _nextFocus(after: string[], keep: Set<string>): HTMLElement {
+    const staying = [...this._cards.keys()].filter(id => keep.has(id));
+    const id = after.find(next => keep.has(next)) ?? staying.pop();
+    return (id && this._cards.get(id)) || this._heading;
   }
 
   private _card(proposal: IProposal): HTMLElement {
     const trans = this._trans;
-    const card = document.createElement('article');
+    const card = document.createElement('section');
     card.className = 'jp-TinyAgentFS-pendingRow';
     card.dataset.approvalId = proposal.id;
     card.dataset.tool = proposal.tool;
-
-    const title = document.createElement('h3');
-    title.textContent = visible(
+    card.tabIndex = -1;
+    const call = visible(
       `${proposal.tool} ${proposal.paths.join(', ')}`.trim()
     );
+    card.setAttribute('aria-label', trans.__('Approve or deny %1', call));
+
+    const title = document.createElement('h3');
+    title.textContent = call;
     const meta = document.createElement('p');
     meta.className = 'jp-TinyAgentFS-pendingMeta';
     meta.textContent = visible(
@@ -93,10 +138,14 @@ export class PendingSection {
     }
     const error = document.createElement('p');
     error.className = 'jp-TinyAgentFS-error';
+    error.setAttribute('role', 'alert');
     error.hidden = true;
     const panel = document.createElement('div');
     panel.className = 'jp-TinyAgentFS-pendingPanel';
     const send = async (answer: IAnswer): Promise<void> => {
+      if (card.contains(document.activeElement)) {
+        card.focus(); // a disabled button would drop the focus to the page
+      }
       card.classList.add('jp-mod-sending');
       card
         .querySelectorAll('button')
@@ -117,6 +166,30 @@ export class PendingSection {
     };
     const buttons = document.createElement('div');
     buttons.className = 'jp-TinyAgentFS-pendingButtons';
+    panel.id = `jp-TinyAgentFS-pendingPanel-${proposal.id}`;
+    const opener = (
+      action: string,
+      label: string,
+      mod: string,
+      form: (close: () => void) => HTMLElement[]
+    ): HTMLButtonElement => {
+      const button = this._button(action, label, mod, () => {
+        const close = (): void => {
+          panel.replaceChildren();
+          button.setAttribute('aria-expanded', 'false');
+          button.focus();
+        };
+        buttons
+          .querySelectorAll('[aria-expanded]')
+          .forEach(other => other.setAttribute('aria-expanded', 'false'));
+        panel.replaceChildren(...form(close));
+        button.setAttribute('aria-expanded', 'true');
+        panel.querySelector<HTMLElement>('input, textarea')?.focus();
+      });
+      button.setAttribute('aria-expanded', 'false');
+      button.setAttribute('aria-controls', panel.id);
+      return button;
+    };
     buttons.append(
       this._button(
         'approve',
@@ -124,11 +197,11 @@ export class PendingSection {
         'jp-TinyAgentFS-approve',
         () => send({ verdict: 'proceed' })
       ),
-      this._button('modify', trans.__('Modify'), 'jp-TinyAgentFS-modify', () =>
-        panel.replaceChildren(...this._editor(proposal, send, panel))
+      opener('modify', trans.__('Modify'), 'jp-TinyAgentFS-modify', close =>
+        this._editor(proposal, send, close)
       ),
-      this._button('deny', trans.__('Deny'), 'jp-TinyAgentFS-deny', () =>
-        panel.replaceChildren(...this._reason(send, panel))
+      opener('deny', trans.__('Deny'), 'jp-TinyAgentFS-deny', close =>
+        this._reason(send, close)
       )
     );
     parts.push(buttons, panel, error);
@@ -176,7 +249,7 @@ export class PendingSection {
   private _editor(
     proposal: IProposal,
     send: (answer: IAnswer) => Promise<void>,
-    panel: HTMLElement
+    close: () => void
   ): HTMLElement[] {
     const trans = this._trans;
     const fields: { path: string; area: HTMLTextAreaElement }[] = [];
@@ -201,6 +274,12 @@ export class PendingSection {
       area.value = file.text;
       area.rows = Math.min(20, Math.max(4, file.text.split('\n').length + 1));
       area.spellcheck = false;
+      area.addEventListener('keydown', event => {
+        if (event.key === 'Escape') {
+          event.stopPropagation();
+          close();
+        }
+      });
       label.append(area);
       fields.push({ path: file.path, area });
       nodes.push(label);
@@ -229,12 +308,12 @@ export class PendingSection {
         void send({ verdict: 'modify', content });
       }
     );
-    return [...nodes, this._row(apply, this._cancel(panel))];
+    return [...nodes, this._row(apply, this._cancel(close))];
   }
 
   private _reason(
     send: (answer: IAnswer) => Promise<void>,
-    panel: HTMLElement
+    close: () => void
   ): HTMLElement[] {
     const trans = this._trans;
     const input = document.createElement('input');
@@ -251,16 +330,16 @@ export class PendingSection {
     input.addEventListener('keydown', event => {
       if (event.key === 'Enter') {
         deny.click();
+      } else if (event.key === 'Escape') {
+        event.stopPropagation();
+        close();
       }
     });
-    window.setTimeout(() => input.focus(), 0);
-    return [input, this._row(deny, this._cancel(panel))];
+    return [input, this._row(deny, this._cancel(close))];
   }
 
-  private _cancel(panel: HTMLElement): HTMLButtonElement {
-    return this._button('cancel', this._trans.__('Cancel'), '', () =>
-      panel.replaceChildren()
-    );
+  private _cancel(close: () => void): HTMLButtonElement {
+    return this._button('cancel', this._trans.__('Cancel'), '', close);
   }
 
   private _row(...children: HTMLElement[]): HTMLElement {
