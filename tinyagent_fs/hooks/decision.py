@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -104,12 +105,30 @@ class ToolCall:
     previous_decisions: tuple[Decision, ...] = field(default=())
     paths: tuple[str, ...] = ()
     never_trusted: str = ""
-    command_line: str | None = None
     command_arguments: tuple[str, ...] = ()
+    """The argument holding the command this call runs, then ``env``; empty for a
+    call that runs none."""
 
     @property
     def mutating(self) -> bool:
         return self.risk is not Risk.READ
+
+    @property
+    def command_line(self) -> str | None:
+        """The command this call runs as a shell would show it, its environment first
+        (``NAME='value' ... command``); None for a call that runs no command. Made from
+        ``args``, so a person's edited arguments show as they will run.
+
+        Shown whole wherever a person approves a command: a variable can carry code
+        (``BASH_FUNC_ls%%``, ``LD_PRELOAD``) as well as the command can."""
+        if not self.command_arguments:
+            return None
+        env = self.args.get("env") or {}
+        if isinstance(env, dict):
+            prefix = "".join(f"{key}={shlex.quote(str(value))} " for key, value in env.items())
+        else:
+            prefix = f"env={env!r} "
+        return prefix + str(self.args.get(self.command_arguments[0], ""))
 
 
 @runtime_checkable

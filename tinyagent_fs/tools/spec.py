@@ -3,7 +3,6 @@ and what the pipeline, hooks and integrations must know of it (paths, trust, rev
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -83,21 +82,6 @@ class ToolSpec:
             found += [NamedPath(argument, v, intent) for v in values if isinstance(v, str)]
         return found
 
-    def describe(self, args: Mapping[str, Any]) -> str | None:
-        """The command this call runs as a shell would show it, its environment first
-        (``NAME='value' ... command``); None for a tool that runs no command.
-
-        Shown whole wherever a person approves a command: a variable can carry code
-        (``BASH_FUNC_ls%%``, ``LD_PRELOAD``) as well as the command can."""
-        if self.command_argument is None:
-            return None
-        env = args.get("env") or {}
-        if isinstance(env, dict):
-            prefix = "".join(f"{key}={shlex.quote(str(value))} " for key, value in env.items())
-        else:
-            prefix = f"env={env!r} "
-        return prefix + str(args.get(self.command_argument, ""))
-
     def review_call(
         self,
         args: dict[str, Any],
@@ -109,7 +93,7 @@ class ToolSpec:
     ) -> ToolCall:
         """The call as hooks see it, carrying what they may know of this tool (hooks
         and UI never import tools, so they never look a tool up by name)."""
-        command_line = self.describe(args)
+        command = self.command_argument
         return ToolCall(
             self.name,
             args,
@@ -120,8 +104,7 @@ class ToolSpec:
             session_id=session_id,
             paths=tuple(named.path for named in self.paths(args)),
             never_trusted=self.never_trusted,
-            command_line=command_line,
-            command_arguments=(self.command_argument, "env") if command_line is not None else (),
+            command_arguments=() if command is None else (command, "env"),
         )
 
 
