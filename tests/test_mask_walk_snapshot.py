@@ -7,13 +7,18 @@ import os
 import threading
 from pathlib import Path
 
+import pytest
+
 from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS
 from tinyagent_fs.sandbox.secret_masks import plan_masks
 
 NAMES = ["config", *(f"c{i}" for i in range(1, 16))]
 
 
-def test_a_folder_renamed_during_the_walk_never_hides_its_secret(tmp_path: Path) -> None:
+@pytest.mark.parametrize("covered", [False, True], ids=["plain", "mtime-set-back"])
+def test_a_folder_renamed_during_the_walk_never_hides_its_secret(
+    tmp_path: Path, covered: bool
+) -> None:
     root = tmp_path / "root"
     (root / "config").mkdir(parents=True)
     (root / "config" / "deploy.pem").write_text("secret\n")
@@ -23,9 +28,12 @@ def test_a_folder_renamed_during_the_walk_never_hides_its_secret(tmp_path: Path)
 
     def flip() -> None:
         at = 0
+        before = os.stat(root)
         while not stop.is_set():
             os.rename(root / NAMES[at], root / NAMES[(at + 1) % len(NAMES)])
             at = (at + 1) % len(NAMES)
+            if covered:  # the tracks a program can cover: the folder's modification time
+                os.utime(root, ns=(before.st_atime_ns, before.st_mtime_ns))
 
     flipper = threading.Thread(target=flip)
     flipper.start()

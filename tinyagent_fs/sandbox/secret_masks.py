@@ -136,9 +136,10 @@ def plan_masks(
 
     A walk is a snapshot only if no folder changed while it ran: a folder renamed, or
     a secret moved from a folder not yet listed into one already listed, would be
-    missed. So each folder's inode and modification time are taken as it is listed
-    and checked again when the walk is done; a change means walking again, and a
-    tree that keeps changing (``WALK_ATTEMPTS`` walks) refuses commands.
+    missed. So each folder's inode and change time are taken as it is listed and
+    checked again when the walk is done (a program can set a modification time
+    back, not a change time); a change means walking again, and a tree that keeps
+    changing (``WALK_ATTEMPTS`` walks) refuses commands.
     """
     started = time.perf_counter()
     for _ in range(WALK_ATTEMPTS):
@@ -275,7 +276,7 @@ def _entries(
     root_fd: int, relative_dir: str, root: str
 ) -> tuple[list[tuple[str, bool]], tuple[int, int]]:
     """(name, is a directory) of each entry, read by descriptor beneath the root, and
-    the folder's inode and modification time taken before it was read."""
+    the folder's inode and change time taken before it was read."""
     try:
         fd = kc.open_beneath(root_fd, relative_dir or ".", os.O_RDONLY | os.O_DIRECTORY)
         try:
@@ -288,11 +289,11 @@ def _entries(
         if exc.errno in GONE:  # listed a moment ago: it was renamed or replaced
             raise _Changing(os.path.join(root, relative_dir)) from None
         raise _Unreadable(os.path.join(root, relative_dir), exc) from None
-    return entries, (info.st_ino, info.st_mtime_ns)
+    return entries, (info.st_ino, info.st_ctime_ns)
 
 
 def _stamp(root_fd: int, relative_dir: str) -> tuple[int, int]:
-    """The folder's inode and modification time now; (0, 0) when it is gone."""
+    """The folder's inode and change time now; (0, 0) when it is gone."""
     try:
         fd = kc.open_beneath(root_fd, relative_dir or ".", os.O_PATH | os.O_DIRECTORY)
     except OSError:
@@ -301,7 +302,7 @@ def _stamp(root_fd: int, relative_dir: str) -> tuple[int, int]:
         info = os.fstat(fd)
     finally:
         os.close(fd)
-    return info.st_ino, info.st_mtime_ns
+    return info.st_ino, info.st_ctime_ns
 
 
 def _too_many(plan: MaskPlan, max_mounts: int) -> dict[str, Any]:
