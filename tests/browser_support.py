@@ -9,7 +9,10 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import nbformat
 import pytest
+
+from tests.jupyter_process import JupyterProcess, start_jupyter
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking"]
@@ -23,3 +26,30 @@ def require_browser() -> None:
         missing.append("the Python package playwright (pip install playwright)")
     if missing:
         pytest.fail("browser tests need " + " and ".join(missing), pytrace=False)
+
+
+def start_notebook_lab(
+    factory: pytest.TempPathFactory,
+    name: str,
+    notebook: str,
+    cells: list[str],
+    audit_dir: Path | None = None,
+) -> JupyterProcess:
+    """A real JupyterLab in fresh folders serving ``notebook`` (made of ``cells``), with
+    no news toast over the page; the audit log goes to ``audit_dir`` (a fresh folder
+    by default)."""
+    require_browser()
+    root = factory.mktemp(f"{name}-root")
+    home = factory.mktemp(f"{name}-home")
+    made = nbformat.v4.new_notebook()
+    made.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+    made.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nbformat.write(made, root / notebook)
+    news = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
+    news.mkdir(parents=True)
+    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
+    env = {
+        "TINYAGENT_FS_AUDIT_DIR": str(audit_dir or home / "audit"),
+        "TINYAGENT_FS_JOURNAL_DIR": str(home / "journal"),
+    }
+    return start_jupyter("lab", root, home, env=env)

@@ -13,11 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import nbformat
 import pytest
 
-from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
-from tests.jupyter_process import JupyterProcess, start_jupyter
+from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, start_notebook_lab
+from tests.jupyter_process import JupyterProcess
 from tests.test_browser_audit_sidebar import (
     ARTIFACTS,
     PANEL,
@@ -61,24 +60,8 @@ def audit_log(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory, audit_log: Path) -> Iterator[JupyterProcess]:
-    require_browser()
-    root = tmp_path_factory.mktemp("hidden-root")
-    home = tmp_path_factory.mktemp("hidden-home")
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-    nbformat.write(notebook, root / NOTEBOOK)
-    news = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)
-    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    process = start_jupyter(
-        "lab",
-        root,
-        home,
-        env={
-            "TINYAGENT_FS_AUDIT_DIR": str(audit_log.parent),
-            "TINYAGENT_FS_JOURNAL_DIR": str(home / "journal"),
-        },
+    process = start_notebook_lab(
+        tmp_path_factory, "hidden", NOTEBOOK, CELLS, audit_dir=audit_log.parent
     )
     yield process
     process.stop()

@@ -23,11 +23,10 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
-import nbformat
 import pytest
 
-from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
-from tests.jupyter_process import JupyterProcess, start_jupyter
+from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, start_notebook_lab
+from tests.jupyter_process import JupyterProcess
 from tests.test_browser_audit_sidebar import ARTIFACTS, run_cell, shot
 
 pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
@@ -73,25 +72,7 @@ CELLS = [SETUP] + [cell_source(s, m) for s in SCENARIOS for m in MODES]
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[JupyterProcess]:
-    require_browser()
-    root = tmp_path_factory.mktemp("card-form-root")
-    home = tmp_path_factory.mktemp("card-form-home")
-    notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(source) for source in CELLS]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
-    nbformat.write(notebook, root / NOTEBOOK)
-    news = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)
-    (news / "notification.jupyterlab-settings").write_text('{"fetchNews": "false"}')
-    process = start_jupyter(
-        "lab",
-        root,
-        home,
-        env={
-            "TINYAGENT_FS_AUDIT_DIR": str(home / "audit"),
-            "TINYAGENT_FS_JOURNAL_DIR": str(home / "journal"),
-        },
-    )
+    process = start_notebook_lab(tmp_path_factory, "card-form", NOTEBOOK, CELLS)
     yield process
     process.stop()
 
