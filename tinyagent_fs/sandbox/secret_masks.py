@@ -244,7 +244,7 @@ def _walk(
                     inside = name == ".git" or (git_dir and name in GIT_DIR_OWN)
                     pending.append((relative, covered or inside))
         for relative_dir, stamp in listed:
-            if _stamp(root_fd, relative_dir) != stamp:
+            if _identity(root_fd, relative_dir or ".") != stamp:
                 raise _Changing(os.path.join(root, relative_dir))
         if pinned:
             plan.pinned[root] = sorted(pinned, key=lambda folder: (folder.count("/"), folder))
@@ -290,19 +290,6 @@ def _entries(
             raise _Changing(os.path.join(root, relative_dir)) from None
         raise _Unreadable(os.path.join(root, relative_dir), exc) from None
     return entries, (info.st_ino, info.st_ctime_ns)
-
-
-def _stamp(root_fd: int, relative_dir: str) -> tuple[int, int]:
-    """The folder's inode and change time now; (0, 0) when it is gone."""
-    try:
-        fd = kc.open_beneath(root_fd, relative_dir or ".", os.O_PATH | os.O_DIRECTORY)
-    except OSError:
-        return 0, 0
-    try:
-        info = os.fstat(fd)
-    finally:
-        os.close(fd)
-    return info.st_ino, info.st_ctime_ns
 
 
 def _too_many(plan: MaskPlan, max_mounts: int) -> dict[str, Any]:
