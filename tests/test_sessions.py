@@ -15,7 +15,7 @@ from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.audit import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy, Decision, RiskBasedPolicy
 from tinyagent_fs.hooks.terminal import TerminalHook
-from tinyagent_fs.providers import sessions
+from tinyagent_fs.providers import secret_watch, sessions
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from tinyagent_fs.providers.local import LocalProvider
 
@@ -210,6 +210,8 @@ async def test_output_that_arrives_while_the_masks_are_checked_waits_for_the_nex
     fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     provider = fs.provider
+    # the watch's thread would end the session as the secret appears: here it lags
+    monkeypatch.setattr(secret_watch.SecretWatch, "_run", lambda self: None)
     loop = "while :; do cat deploy.pem 2>/dev/null; sleep 0.02; done"
     session = await fs.exec_command(loop, yield_time_ms=100)
     sid = session.data["session_id"]

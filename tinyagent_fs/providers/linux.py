@@ -134,6 +134,9 @@ class LinuxSandboxProvider(SandboxSessions, Provider):
         self.sessions = sessions.SessionTable(policy.max_sessions)
         self._session_threads: ThreadPoolExecutor | None = None
         self._sessions_settled = 0
+        self._copies_left: list[str] = []
+        """Files changed while a secret was visible to sessions that could not be
+        quarantined: every call is refused until they are gone."""
         self._slot.on_stop = _weakly(self, LinuxSandboxProvider._sessions_lost)
         self._guardian = SettleGuardian()
         self._unsettled: CodeFiles | None = None
@@ -428,6 +431,7 @@ class LinuxSandboxProvider(SandboxSessions, Provider):
     ) -> socket.socket:
         """Send one request to ``sock``, or to a worker started now; the caller holds the lock."""
         sock = sock or self._ensure_worker()
+        self._refuse_after_a_secret_appeared(op)
         try:
             wire.send_message(sock, {"op": op, "args": kwargs})
         except TypeError as exc:
@@ -507,6 +511,7 @@ class LinuxSandboxProvider(SandboxSessions, Provider):
 
     def close_sync(self) -> None:
         with self._lock:
+            self._deal_with_a_trip()  # copies a session made are quarantined first
             _release(self._slot, self._guardian)
 
     def describe(self) -> dict[str, Any]:
@@ -557,6 +562,7 @@ class LinuxSandboxProvider(SandboxSessions, Provider):
         a plan that refuses commands starts a worker for the file tools only.
         ``known``: the code-running files just walked (walked now if None)."""
         slot = self._slot
+        self._settle_secret_watch()
         if self._worker_alive():
             assert slot.sock is not None
             return slot.sock

@@ -193,6 +193,17 @@ class SessionTable:
     def live(self) -> list[Session]:
         return [s for s in self._all() if s.live]
 
+    def with_masks(self) -> list[Session]:
+        """Sessions run in a sandbox with masks (not the ones run unconfined)."""
+        return [s for s in self._all() if s.secrets is not None]
+
+    def none_to_watch(self) -> bool:
+        """No session in a sandbox with masks still runs, waits for its after-walk, or
+        has output the model may yet read: nothing a new secret could reach."""
+        return all(
+            not s.live and s.settled and s.cleared_upto >= s.total_bytes for s in self.with_masks()
+        )
+
     def of_worker(self, worker_pid: int | None) -> list[Session]:
         return [s for s in self._all() if s.worker_pid == worker_pid]
 

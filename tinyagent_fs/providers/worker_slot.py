@@ -18,6 +18,7 @@ import subprocess
 from collections.abc import Callable
 
 from ..sandbox.pids_cgroup import PidsCgroup
+from .secret_watch import SecretWatch
 
 STDERR_TAIL_BYTES = 2000
 """How much of the worker's stderr an error result carries."""
@@ -34,6 +35,8 @@ class WorkerSlot:
         self.tmpdir: str | None = None
         self.cgroup: PidsCgroup | None = None
         self.stderr_fd: int | None = None
+        self.watch: SecretWatch | None = None
+        """Watches the sandbox's folders while sessions live (``secret_watch``)."""
         self.on_stop: Callable[[], None] | None = None
         """Called once a worker has been stopped and reaped (every process of its
         namespace is gone then): its interactive sessions ended with it."""
@@ -76,11 +79,18 @@ class WorkerSlot:
         if process is not None and self.on_stop is not None:
             self.on_stop()
 
-    def release(self) -> None:
-        self.stop()
+    def clear_tmpdir(self) -> None:
+        """Drop the TMPDIR (with all a session left there); the next worker gets a new one."""
         if self.tmpdir is not None:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             self.tmpdir = None
+
+    def release(self) -> None:
+        watch, self.watch = self.watch, None
+        if watch is not None:
+            watch.stop()
+        self.stop()
+        self.clear_tmpdir()
         if self.stderr_fd is not None:
             os.close(self.stderr_fd)
             self.stderr_fd = None

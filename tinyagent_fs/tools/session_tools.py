@@ -157,6 +157,18 @@ def _result(ctx: ToolContext, session: Session, text: str, read: _Reader) -> Too
         )
     elif changed:
         lines.append("WARNING: the session changed protected paths: " + ", ".join(changed))
+    copies = note.get("secret_copies_quarantined") or []
+    copies_left = note.get("secret_copies_left") or []
+    if copies:
+        lines.append(
+            "WARNING: files changed while the secret was visible were quarantined (they "
+            "may hold a copy): " + ", ".join(entry["path"] for entry in copies)
+        )
+    if copies_left:
+        lines.append(
+            "ERROR: these could not be quarantined, so every call is refused until a "
+            "person removes them: " + ", ".join(copies_left)
+        )
     if "error" in note:
         lines.append(f"ERROR after the session: {note['error'].get('message', '')}")
     data = {
@@ -174,7 +186,9 @@ def _result(ctx: ToolContext, session: Session, text: str, read: _Reader) -> Too
         "sandboxed": ctx.provider.kernel_enforced,
         "protected_paths_changed": changed,
         "protected_paths_quarantined": quarantined,
-        "security_violation": bool(changed or quarantined),
+        "secret_copies_quarantined": copies,
+        "secret_copies_left": copies_left,
+        "security_violation": bool(changed or quarantined or copies or copies_left),
     }
     return ToolResult.success("\n".join(lines), data)
 
