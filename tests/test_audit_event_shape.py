@@ -40,3 +40,16 @@ def test_the_sidebar_knows_every_field() -> None:
     full = summary | typescript_fields("IAuditEvent")
     assert full == WRITTEN | ADDED_BY_THE_SERVER
     assert not summary & LEFT_OUT_OF_ANNOUNCEMENTS, "a list row never carries these"
+
+
+def test_one_place_builds_the_events_of_calls() -> None:
+    """Every entry point (pipeline, wrap_tool, TinyAgent, MCP) describes a finished call
+    as a CallOutcome; only tools/call_record.py makes it an AuditEvent."""
+    package = Path(__file__).resolve().parent.parent / "tinyagent_fs"
+    builders = {
+        path.relative_to(package).as_posix()
+        for path in package.rglob("*.py")
+        if re.search(r"\bAuditEvent\(", path.read_text(encoding="utf-8"))
+    }
+    reading_defaults = {"server/index.py"}  # reads an event's defaults, records nothing
+    assert builders - reading_defaults == {"tools/call_record.py"}, builders

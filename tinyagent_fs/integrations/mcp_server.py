@@ -19,10 +19,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._version import __version__
-from ..audit import AuditEvent, AuditLog, summarise_arguments
+from ..audit import AuditLog
 from ..errors import ErrorCode, ToolError
 from ..limits import ResourceLimiter
 from ..result import ToolResult
+from ..tools.call_record import CallOutcome, audit_event
 from ..tools.registry import tool_table
 from .mcp_approval import CURRENT_REQUEST, ClientRequest
 from .mcp_protocol import (
@@ -277,19 +278,19 @@ class McpServer:
         """Audit a call no toolkit finished: refused before one saw it, or cancelled."""
         if self.audit is None:
             return
-        self.audit.record(
-            AuditEvent(
-                tool=name,
-                arguments=summarise_arguments(arguments),
-                paths=path_arguments(name, arguments),
-                root=roots.served[0] if roots.served else "",
-                outcome="error",
-                error_code=error.code.value if error else None,
-                security_violation=error.security_violation if error else False,
-                message=message[:200],
-                provider=roots.provider.name,
-            )
+        outcome = CallOutcome(
+            tool=name,
+            arguments=arguments,
+            started=time.perf_counter(),
+            provider=roots.provider.name,
+            root=roots.served[0] if roots.served else "",
+            outcome="error",
+            message=message,
+            error_code=error.code.value if error else None,
+            security_violation=error.security_violation if error else False,
+            paths=path_arguments(name, arguments),
         )
+        self.audit.record(audit_event(outcome))
 
     # --- roots -------------------------------------------------------------
 

@@ -27,7 +27,6 @@ covers the hooks too: raise it well above how long a person may take to answer.
 from __future__ import annotations
 
 import copy
-import json
 import time
 import uuid
 from collections.abc import Collection, Mapping, Sequence
@@ -36,10 +35,11 @@ from typing import Any
 
 from tinyagent import tool
 
-from ..audit import AuditEvent, AuditLog, summarise_arguments
+from ..audit import AuditLog
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
 from ..result import ToolResult
+from ..tools.call_record import CallOutcome, audit_event, denial_text, modification_note
 from ..tools.facade import FileTools
 from ..tools.schema_export import portable_schema
 
@@ -228,12 +228,7 @@ class TinyAgentApprovalHook:
             review = Review(call, decision)
         verdict = review.decision.verdict
         if verdict is Verdict.DENY:
-            message = (
-                review.decision.message or f"the call was denied by {review.decision.decided_by}"
-            )
-            text = (
-                f"Denied: {message}. Do not retry the same call; ask the person or try another way."
-            )
+            text = denial_text(review.decision)
             self._record(review, "denied", started, text)
             return {"proceed": False, "alternative_response": text}
         if verdict is Verdict.ALTERNATIVE_RESPONSE:
@@ -267,28 +262,25 @@ class TinyAgentApprovalHook:
         except Exception as exc:
             text = f"{output}\n(note: an after-hook failed: {type(exc).__name__}: {exc})"
         if review.modified_by:
-            text += "\n" + _modification_note(review)
+            text += "\n" + modification_note(review)
         self._record(review, "ok", running.started, text)
         return {"modified_result": text} if text != output else None
 
     def _record(self, review: Review, outcome: str, started: float, message: str) -> None:
         if self.audit is None:
             return
-        decision = review.decision
-        self.audit.record(
-            AuditEvent(
-                session_id=review.call.session_id,
-                tool=review.call.tool,
-                arguments=summarise_arguments(review.call.args),
-                root=str(self.fs.root) if self.fs is not None else "",
-                decision=decision.verdict.value,
-                decided_by=decision.decided_by,
-                outcome=outcome,
-                duration_ms=round((time.perf_counter() - started) * 1000, 3),
-                message=message.splitlines()[0][:200] if message else "",
-                provider="tinyagent",
-            )
+        outcome_of_call = CallOutcome(
+            tool=review.call.tool,
+            arguments=review.call.args,
+            started=started,
+            provider="tinyagent",
+            root=str(self.fs.root) if self.fs is not None else "",
+            session_id=review.call.session_id,
+            decision=review.decision,
+            outcome=outcome,
+            message=message,
         )
+        self.audit.record(audit_event(outcome_of_call))
 
 
 async def _replan(current: ToolCall, decision: Decision) -> ToolCall:
@@ -300,16 +292,4 @@ async def _replan(current: ToolCall, decision: Decision) -> ToolCall:
         current.risk,
         call_id=current.call_id,
         session_id=current.session_id,
-    )
-
-
-def _modification_note(review: Review) -> str:
-    """Tell the model that a person changed its call, and what ran instead."""
-    who = ", ".join(sorted({m.decided_by for m in review.modified_by}))
-    notes = "; ".join(m.message for m in review.modified_by if m.message)
-    ran = json.dumps(review.call.args, ensure_ascii=False, default=str)[:4000]
-    return (
-        f"Note: {who} modified this call before it ran"
-        + (f" ({notes})" if notes else "")
-        + f". The arguments that ran: {ran}"
     )

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ..audit import AuditEvent, AuditLog, summarise_arguments
+from ..audit import AuditLog
 from ..changes import ChangeKind, ChangeSet
 from ..errors import ErrorCode, ToolError
 from ..gc_pause import paused_gc
@@ -16,15 +16,19 @@ from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
 from ..journal import UndoJournal
 from ..result import ToolResult
+from .call_record import (
+    DENIAL_HINT,
+    CallOutcome,
+    audit_event,
+    denial_reason,
+    modification_note,
+)
 from .command_tool import require_confinement
 from .context import ToolContext
 from .plan import Plan
 from .restore import commit_payload, recover_interrupted
 from .spec import PathIntent, ToolSpec
 from .validate import validate_arguments
-
-MESSAGE_CHARS = 200
-"""How much of a result's first line the audit event keeps as its message."""
 
 
 @dataclass
@@ -226,39 +230,34 @@ class Pipeline:
             return
         decision = record.review.decision if record.review else None
         changeset = record.changeset
-        added, removed = changeset.line_counts() if changeset else (0, 0)
-        spec = self.tools.get(record.tool)
         if changeset is not None:
             paths = changeset.relative_paths()
         else:
+            spec = self.tools.get(record.tool)
             paths = [named.path for named in spec.paths(record.args)] if spec else []
-        abs_paths = [str(p) for p in changeset.paths()] if changeset else []
         denied = decision is not None and decision.verdict is Verdict.DENY
-        event = AuditEvent(
+        outcome = CallOutcome(
             tool=record.tool,
-            arguments=summarise_arguments(record.args),
-            paths=paths,
-            abs_paths=abs_paths,
+            arguments=record.args,
+            started=record.started,
+            provider=self.ctx.provider.name,
             root=str(self.ctx.root),
-            decision=decision.verdict.value if decision else "none",
-            decided_by=decision.decided_by if decision else "",
+            decision=decision,
             outcome="denied" if denied else "ok" if result.ok else "error",
+            message=result.text,
             error_code=result.error.code if result.error else None,
             security_violation=bool(
                 (result.error and result.error.security_violation)
                 or result.data.get("security_violation")
             ),
+            paths=paths,
+            abs_paths=[str(p) for p in changeset.paths()] if changeset else [],
+            changeset=changeset,
+            committed=record.committed,
             bytes_read=record.bytes_read,
             bytes_written=record.bytes_written,
-            lines_added=added if record.committed else 0,
-            lines_removed=removed if record.committed else 0,
-            duration_ms=round((time.perf_counter() - record.started) * 1000, 3),
-            change_id=changeset.change_id if changeset and record.committed else None,
-            diff=changeset.unified_diff() if changeset else None,
-            message=_first_line(result.text, MESSAGE_CHARS),
-            provider=self.ctx.provider.name,
         )
-        self.audit.record(event)
+        self.audit.record(audit_event(outcome))
 
 
 def _before_commit(changeset: ChangeSet, journal: UndoJournal | None) -> None:
@@ -279,11 +278,7 @@ def _refusal(review: Review) -> ToolResult | None:
     decision = review.decision
     if decision.verdict is Verdict.DENY:
         return ToolResult.failure(
-            ToolError(
-                ErrorCode.DENIED_BY_HOOK,
-                decision.message or f"the call was denied by {decision.decided_by}",
-                "do not retry the same call; ask the person or take another approach",
-            )
+            ToolError(ErrorCode.DENIED_BY_HOOK, denial_reason(decision), DENIAL_HINT)
         )
     if decision.verdict is Verdict.ALTERNATIVE_RESPONSE:
         return ToolResult.success(decision.response or "", {"alternative_response": True})
@@ -294,19 +289,6 @@ def _told_of_changes(result: ToolResult, review: Review) -> ToolResult:
     """Tell the model that a person changed its call, and how."""
     if not review.modified_by:
         return result
-    notes = [m.message for m in review.modified_by if m.message]
     who = ", ".join(sorted({m.decided_by for m in review.modified_by}))
-    note = f"Note: {who} modified this call before it ran" + (
-        f": {'; '.join(notes)}" if notes else "."
-    )
-    if review.call.changeset is not None:
-        note += "\nWhat was applied:\n" + review.call.changeset.unified_diff()[:4000]
     data = {**result.data, "modified_by": who}
-    return ToolResult(result.ok, f"{result.text}\n{note}", data, result.error)
-
-
-def _first_line(text: str, limit: int) -> str:
-    """The start of ``text``'s first line, at most ``limit`` characters, without
-    splitting a whole file's worth of output to find it."""
-    lines = text[: limit + 1].splitlines()
-    return lines[0][:limit] if lines else ""
+    return ToolResult(result.ok, f"{result.text}\n{modification_note(review)}", data, result.error)

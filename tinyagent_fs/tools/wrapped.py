@@ -9,10 +9,11 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ..audit import AuditEvent, AuditLog, summarise_arguments
+from ..audit import AuditLog
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner
 from ..result import ToolResult
+from .call_record import CallOutcome, audit_event, denial_text
 
 
 def wrap_tool(
@@ -47,7 +48,7 @@ def wrap_tool(
         outcome, value = "ok", None
         if verdict is Verdict.DENY:
             outcome = "denied"
-            value = f"Denied: {review.decision.message or 'the call was not approved'}"
+            value = denial_text(review.decision)
         elif verdict is Verdict.ALTERNATIVE_RESPONSE:
             value = review.decision.response
         else:
@@ -79,14 +80,15 @@ def _record(
     if audit is None:
         return
     audit.record(
-        AuditEvent(
-            tool=call.tool,
-            arguments=summarise_arguments(call.args),
-            decision=decision.verdict.value,
-            decided_by=decision.decided_by,
-            outcome=outcome,
-            duration_ms=round((time.perf_counter() - started) * 1000, 3),
-            message=message.splitlines()[0] if message else "",
-            provider="wrapped",
+        audit_event(
+            CallOutcome(
+                tool=call.tool,
+                arguments=call.args,
+                started=started,
+                provider="wrapped",
+                decision=decision,
+                outcome=outcome,
+                message=message,
+            )
         )
     )
