@@ -16,6 +16,13 @@ Replan = Callable[[ToolCall, Decision], Awaitable[ToolCall]]
 """Turns a MODIFY decision into the call that will now run (re-planned)."""
 
 
+async def with_new_arguments(current: ToolCall, decision: Decision) -> ToolCall:
+    """The replan of a call the toolkit does not plan itself (a wrapped or a framework's
+    tool): the person's arguments; the same tool, risk and ids."""
+    args = decision.modified_args if decision.modified_args is not None else current.args
+    return replace(current, args=dict(args))
+
+
 @dataclass(frozen=True)
 class Review:
     """The outcome of the before-hooks: the call that runs (maybe modified) and why."""

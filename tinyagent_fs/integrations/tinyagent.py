@@ -37,7 +37,7 @@ from tinyagent import tool
 
 from ..audit import AuditLog
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
-from ..hooks.runner import HookRunner, Review
+from ..hooks.runner import HookRunner, Review, with_new_arguments
 from ..result import ToolResult
 from ..tools.call_record import CallOutcome, audit_event, denial_text, modification_note
 from ..tools.facade import FileTools
@@ -219,7 +219,7 @@ class TinyAgentApprovalHook:
             session_id=str(getattr(agent, "session_id", "") or ""),
         )
         try:
-            review = await self.runner.before(call, _replan)
+            review = await self.runner.before(call, with_new_arguments)
         except Exception as exc:  # TinyAgent would run the tool if this escaped
             decision = Decision.deny(
                 f"the approval step failed ({type(exc).__name__}: {exc}), so the call was not run",
@@ -281,15 +281,3 @@ class TinyAgentApprovalHook:
             message=message,
         )
         self.audit.record(audit_event(outcome_of_call))
-
-
-async def _replan(current: ToolCall, decision: Decision) -> ToolCall:
-    """A person's edit of a foreign tool's call: new arguments, same tool and risk."""
-    args = decision.modified_args if decision.modified_args is not None else current.args
-    return ToolCall(
-        current.tool,
-        dict(args),
-        current.risk,
-        call_id=current.call_id,
-        session_id=current.session_id,
-    )

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..audit import AuditLog
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
-from ..hooks.runner import HookRunner
+from ..hooks.runner import HookRunner, with_new_arguments
 from ..result import ToolResult
 from .call_record import CallOutcome, audit_event, denial_text
 
@@ -37,13 +37,7 @@ def wrap_tool(
     async def guarded(**kwargs: Any) -> Any:
         started = time.perf_counter()
         call = ToolCall(tool_name, dict(kwargs), risk, call_id=uuid.uuid4().hex[:12])
-
-        async def replan(current: ToolCall, decision: Decision) -> ToolCall:
-            return ToolCall(
-                tool_name, dict(decision.modified_args or {}), risk, call_id=current.call_id
-            )
-
-        review = await runner.before(call, replan)
+        review = await runner.before(call, with_new_arguments)
         verdict = review.decision.verdict
         outcome, value = "ok", None
         if verdict is Verdict.DENY:
