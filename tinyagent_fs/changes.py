@@ -203,6 +203,25 @@ class ChangeSet:
     def relative_paths(self) -> list[str]:
         return [relative_path(p, self.root) for p in self.paths()]
 
+    def editable_texts(self) -> dict[str, str]:
+        """Files whose new content is text, keyed by where that content lands: what a
+        person may rewrite before the change is committed (a card, a terminal, a page)."""
+        texts: dict[str, str] = {}
+        for change in self.changes:
+            if change.kind not in (ChangeKind.CREATE, ChangeKind.MODIFY, ChangeKind.MOVE):
+                continue
+            text = change.new_text
+            if text is None and change.new_bytes is not None:
+                try:
+                    text = change.new_bytes.decode("utf-8")
+                except UnicodeDecodeError:
+                    continue
+            if text is None:
+                continue
+            target = change.dest if change.dest is not None else change.path
+            texts[relative_path(target, self.root)] = text
+        return texts
+
     def with_changes(self, changes: tuple[FileChange, ...]) -> ChangeSet:
         return replace(self, changes=changes)
 

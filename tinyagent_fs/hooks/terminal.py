@@ -17,11 +17,10 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
-from ..changes import ChangeKind, ChangeSet, FileChange, relative_path
+from ..changes import ChangeSet
 from ..display_safe import visible
 from .decision import Decision, NoAnswer, Risk, ToolCall
 
@@ -61,15 +60,6 @@ class _EditFailed(Exception):
     def __init__(self, message: str, draft: str | None = None) -> None:
         super().__init__(message)
         self.draft = draft
-
-
-@dataclass(frozen=True)
-class _EditableFile:
-    """A file whose planned new content a person may rewrite before it is committed."""
-
-    relative_path: str
-    text: str
-    suffix: str
 
 
 class TerminalHook:
@@ -174,14 +164,14 @@ class TerminalHook:
             self._say("Please answer y (apply), n (deny) or e (edit).\n")
 
     def _edit_content(self, changeset: ChangeSet) -> Decision:
-        files = _editable_files(changeset)
+        files = changeset.editable_texts()
         if not files:
             raise _EditFailed("Nothing in this change can be edited as text.")
         edited: dict[str, str] = {}
-        for item in files:
-            text = self._run_editor(item.text, item.suffix)
-            if text != item.text:
-                edited[item.relative_path] = text
+        for path, proposed in files.items():
+            text = self._run_editor(proposed, PurePosixPath(path).suffix)
+            if text != proposed:
+                edited[path] = text
         if not edited:
             return Decision.proceed(decided_by=DECIDED_BY)
         return Decision.modify(
@@ -301,31 +291,6 @@ class TerminalHook:
     def _say(self, text: str) -> None:
         self.output.write(text)
         self.output.flush()
-
-
-def _editable_files(changeset: ChangeSet) -> list[_EditableFile]:
-    """Files whose new content is text; keyed by where that content lands."""
-    files: list[_EditableFile] = []
-    for change in changeset.changes:
-        if change.kind not in (ChangeKind.CREATE, ChangeKind.MODIFY, ChangeKind.MOVE):
-            continue
-        text = _new_text(change)
-        if text is None:
-            continue
-        target = change.dest if change.dest is not None else change.path
-        files.append(_EditableFile(relative_path(target, changeset.root), text, target.suffix))
-    return files
-
-
-def _new_text(change: FileChange) -> str | None:
-    if change.new_text is not None:
-        return change.new_text
-    if change.new_bytes is None:
-        return None
-    try:
-        return change.new_bytes.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
 
 
 def _pretty_json(args: dict[str, Any]) -> str:

@@ -23,7 +23,6 @@ from ..proposal import proposal_hash
 from .decision import Decision, NoAnswer, Risk, ToolCall
 from .jupyter_servers import JupyterServer, JupyterUnreachable, find_server
 from .policies import RiskBasedPolicy
-from .terminal import _editable_files
 
 DECIDED_BY = "jupyter"
 POLL_S = 20.0
@@ -236,7 +235,7 @@ def _paths(call: ToolCall) -> list[str]:
 def _editable(changeset: ChangeSet | None) -> list[dict[str, str]]:
     if changeset is None:
         return []
-    return [{"path": item.relative_path, "text": item.text} for item in _editable_files(changeset)]
+    return [{"path": path, "text": text} for path, text in changeset.editable_texts().items()]
 
 
 def _jsonable(args: dict[str, Any]) -> dict[str, Any]:

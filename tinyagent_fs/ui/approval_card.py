@@ -40,7 +40,6 @@ from ..render.diff_render import DIFF_CSS, VIEWS, render_changeset
 from .call_text import (
     argument_change_message,
     content_change_message,
-    editable_texts,
     record_html,
     summary_text,
     written_call,
@@ -108,7 +107,7 @@ class ApprovalCard:
                 trust["path"] = f"Trust {visible(', '.join(self._paths()))} for this session"
             trust["tool"] = f"Trust every {visible(call.tool)} call for this session"
         modify = ""
-        if call.changeset is not None and not editable_texts(call.changeset):
+        if call.changeset is not None and not call.changeset.editable_texts():
             modify = "Nothing in this change is text that can be edited"
         self.widget = CardWidget(
             heading=self.heading,
@@ -168,7 +167,7 @@ class ApprovalCard:
             if self.call.changeset is not None:
                 files = [
                     {"path": path, "label": visible(path), "text": text}
-                    for path, text in editable_texts(self.call.changeset).items()
+                    for path, text in self.call.changeset.editable_texts().items()
                 ]
                 self.widget.send({"loaded": "editors", "files": files})
             else:
@@ -177,7 +176,7 @@ class ApprovalCard:
 
     def _apply_edits(self, form: dict[str, Any]) -> None:
         if self.call.changeset is not None:
-            texts = editable_texts(self.call.changeset)
+            texts = self.call.changeset.editable_texts()
             files = form.get("files")
             sent = files if isinstance(files, dict) else {}
             edited = {

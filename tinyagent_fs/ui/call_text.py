@@ -12,7 +12,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from ..changes import ChangeKind, ChangeSet, relative_path
+from ..changes import relative_path
 from ..display_safe import visible, visible_html
 from ..hooks.decision import Decision, ToolCall, Verdict
 from ..hooks.policies import decided_by_person
@@ -49,25 +49,6 @@ def summary_text(call: ToolCall) -> str:
 def summarise(call: ToolCall) -> str:
     """The summary for plain text (records, logs): one line, hidden characters marked."""
     return visible(summary_text(call))
-
-
-def editable_texts(changeset: ChangeSet) -> dict[str, str]:
-    """Files whose new content is text, keyed by where that content lands."""
-    texts: dict[str, str] = {}
-    for change in changeset.changes:
-        if change.kind not in (ChangeKind.CREATE, ChangeKind.MODIFY, ChangeKind.MOVE):
-            continue
-        text = change.new_text
-        if text is None and change.new_bytes is not None:
-            try:
-                text = change.new_bytes.decode("utf-8")
-            except UnicodeDecodeError:
-                continue
-        if text is None:
-            continue
-        target = change.dest if change.dest is not None else change.path
-        texts[relative_path(target, changeset.root)] = text
-    return texts
 
 
 def content_change_message(proposed: dict[str, str], edited: dict[str, str]) -> str:
