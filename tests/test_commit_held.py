@@ -19,7 +19,7 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.journal import UndoJournal
 from tinyagent_fs.providers import linux
-from tinyagent_fs.providers.linux import HELD_FROM, _Word
+from tinyagent_fs.providers.linux import HELD_FROM, _CommitGoAhead
 
 from .conftest import make_provider
 from .sandbox_support import Sandbox, open_sandbox, require_sandbox
@@ -121,7 +121,7 @@ async def test_a_word_that_never_comes_calls_the_commit_off_by_the_deadline(
     """A loop stopped without ending its tasks never answers: the worker and the lock
     are not kept for ever, and nothing changes."""
     async for sandbox in open_sandbox(tmp_path, call_timeout_s=1.0):
-        word = _Word(asyncio.get_running_loop())
+        word = _CommitGoAhead(asyncio.get_running_loop())
         args = {"change_id": "held5", "changes": modify(sandbox)}
         call = partial(sandbox.provider.call_sync, "commit_changes", args, word)
         with pytest.raises(ToolError, match="called off before it changed anything"):

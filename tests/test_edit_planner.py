@@ -137,7 +137,7 @@ def test_catastrophic_regex_is_stopped_after_its_timeout() -> None:
     assert time.perf_counter() - started < 3
 
 
-def test_regex_worker_in_a_fresh_interpreter_gives_the_same_answer_and_stops_too() -> None:
+def test_regex_child_in_a_fresh_interpreter_gives_the_same_answer_and_stops_too() -> None:
     pattern = re.compile(r"(\w+)@(\w+)")
     text = "a@b c@d"
     assert regex_replacements(pattern, r"\2@\1", text, 5.0, method="subprocess") == (

@@ -12,7 +12,7 @@ import pytest
 
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.ops.ignore import IgnoreRules
-from tinyagent_fs.ops.path_blob import unpack_paths
+from tinyagent_fs.ops.packed_paths import unpack_paths
 from tinyagent_fs.ops.search import glob_files
 
 from .ops_tree import DENIED, build_git_cases, build_tree

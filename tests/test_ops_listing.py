@@ -10,7 +10,7 @@ import pytest
 
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.ops.listing import DIRECTORY, FILE, SYMLINK, list_tree
-from tinyagent_fs.ops.path_blob import unpack_paths
+from tinyagent_fs.ops.packed_paths import unpack_paths
 
 from .ops_tree import DENIED, build_tree
 

@@ -18,7 +18,7 @@ import pytest
 
 from tinyagent_fs.changes import content_hash
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.ops.path_blob import unpack_paths
+from tinyagent_fs.ops.packed_paths import unpack_paths
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 from tinyagent_fs.sandbox import landlock_rules

@@ -24,7 +24,7 @@ import hashlib
 import threading
 from concurrent.futures import Future
 
-from .kept_threads import KeptThreads
+from .warm_threads import WarmThreads
 
 MISSING = "missing"
 """The digest of "no file": the planned-against hash of a path that must not exist."""
@@ -45,7 +45,7 @@ may be slower to run it; the digest is then simply waited for later)."""
 _recent: tuple[tuple[bytes, str | Future[str]], ...] = ()
 _encoded: tuple[tuple[str, bytes], ...] = ()
 """Large texts and their UTF-8 encodings, most recent first (see ``note_utf8``)."""
-_hashing = KeptThreads(HASHERS, "tinyagent-fs-hash")
+_hashing = WarmThreads(HASHERS, "tinyagent-fs-hash")
 
 
 def content_hash(data: bytes | None) -> str:

@@ -5,7 +5,7 @@ Python's ``re`` cannot be interrupted from another thread, and a pattern such as
 in a child process that is killed when its time is up. Forking is cheap (the
 text is shared copy-on-write, no interpreter starts), so a regex edit pays a few
 milliseconds. Where forking is unavailable, or unwise (Python 3.12+ warns about
-forking a multi-threaded process), a fresh interpreter runs ``regex_worker`` as a
+forking a multi-threaded process), a fresh interpreter runs ``regex_child`` as a
 script instead, with a startup allowance added to the budget.
 """
 
@@ -20,7 +20,7 @@ import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from tinyagent_fs import regex_worker
+from tinyagent_fs import regex_child
 from tinyagent_fs.errors import ErrorCode, ToolError
 
 SUBPROCESS_STARTUP_ALLOWANCE_S = 1.0
@@ -60,7 +60,7 @@ def _default_method() -> str:
 
 def _in_forked_child(
     pattern: re.Pattern[str], template: str, text: str, timeout_s: float
-) -> regex_worker.Outcome:
+) -> regex_child.Outcome:
     context = multiprocessing.get_context("fork")
     receiver, sender = context.Pipe(duplex=False)
     child = context.Process(target=_answer, args=(sender, pattern, template, text), daemon=True)
@@ -86,18 +86,18 @@ def _in_forked_child(
 
 def _answer(channel: Connection, pattern: re.Pattern[str], template: str, text: str) -> None:
     try:
-        channel.send(regex_worker.search(pattern, template, text))
+        channel.send(regex_child.search(pattern, template, text))
     finally:
         channel.close()
 
 
 def _in_subprocess(
     pattern: re.Pattern[str], template: str, text: str, timeout_s: float
-) -> regex_worker.Outcome:
+) -> regex_child.Outcome:
     request = marshal.dumps((pattern.pattern, pattern.flags, template, text))
     try:
         done = subprocess.run(
-            [sys.executable, "-I", "-S", str(Path(regex_worker.__file__))],
+            [sys.executable, "-I", "-S", str(Path(regex_child.__file__))],
             input=request,
             capture_output=True,
             timeout=timeout_s + SUBPROCESS_STARTUP_ALLOWANCE_S,

@@ -26,7 +26,7 @@ from .durable import FileFlush, sync_directories, write_all
 from .errors import ErrorCode, ToolError
 from .journal_store import drop_cached, keep_old_content, write_new_file
 from .journal_trust import ForgedEntry, ManifestSigner, check_change_id, read_stored
-from .kept_threads import KeptThreads
+from .warm_threads import WarmThreads
 
 JOURNAL_ENV = "TINYAGENT_FS_JOURNAL_DIR"
 MAX_BYTES_ENV = "TINYAGENT_FS_JOURNAL_MAX_BYTES"
@@ -48,7 +48,7 @@ ENTRY_NAME = re.compile(
 id, and ``.pending`` while its commit has not finished. The entry's other files
 are named ``<stem>.<n>.old`` and ``<stem>.<n>.dest``."""
 PENDING = ".pending"
-_marking = KeptThreads(1, "tinyagent-fs-journal")
+_marking = WarmThreads(1, "tinyagent-fs-journal")
 """The one thread that writes committed marks, for every journal of the process."""
 
 

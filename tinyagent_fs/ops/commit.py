@@ -37,7 +37,7 @@ from typing import Any
 from ..digest import DIRECTORY, MISSING
 from ..durable import FileFlush, start_writeback, sync_directories, write_all
 from ..errors import ErrorCode, ToolError
-from ..kept_threads import KeptThreads
+from ..warm_threads import WarmThreads
 from .fan_out import run_each
 
 PROC_FD = "/proc/self/fd/"
@@ -57,7 +57,7 @@ _last_written: tuple[str, str, bytes] | None = None
 the digest (``new_hash``): the next change of that file is usually planned
 against those bytes, and comparing the file with them spares hashing it (3 ms
 for 5 MB in a sandboxed worker, which has no planned bytes to compare with)."""
-_stagers = KeptThreads(STAGERS, "tinyagent-fs-stage")
+_stagers = WarmThreads(STAGERS, "tinyagent-fs-stage")
 
 
 @dataclass

@@ -15,7 +15,7 @@ from .ignore import (
     open_subdirectory,
     sorted_entries,
 )
-from .path_blob import pack_runs
+from .packed_paths import pack_runs
 
 COUNT_FACTOR = 100
 """Past the limit we keep counting, but only up to this many times the limit."""
@@ -48,7 +48,7 @@ def list_tree(
     Subdirectories are opened beneath it without following links.
 
     The entries come as columns: ``paths`` (relative to ``root``, packed: see
-    ``path_blob``), ``types`` (one string, a letter per entry: ``FILE`` and the
+    ``packed_paths``), ``types`` (one string, a letter per entry: ``FILE`` and the
     rest), ``ignored`` (the shown paths that are flagged) and, with ``sizes``,
     ``sizes`` (None for anything but a regular file).
     """

@@ -19,7 +19,7 @@ from typing import Any
 from ..errors import ErrorCode, ToolError
 from .glob_match import GlobMatcher, glob_problem
 from .ignore import MAX_WALK_DEPTH, IgnoreRules, load_ignore_rules, walk_files
-from .path_blob import pack_paths
+from .packed_paths import pack_paths
 from .ripgrep import (
     FileHits,
     Hit,

@@ -159,7 +159,7 @@ class LinuxSandboxProvider(SandboxSessions, Provider):
         process = self._slot.process
         return process.pid if process is not None else None
 
-    async def call(self, op: str, *, word: _Word | None = None, **kwargs: Any) -> Any:
+    async def call(self, op: str, *, word: _CommitGoAhead | None = None, **kwargs: Any) -> Any:
         """Reads through this loop's reply queue; the rest via the provider's thread.
 
         A round trip is tens of µs, less than a hop to a thread and back, and a
@@ -237,7 +237,7 @@ class LinuxSandboxProvider(SandboxSessions, Provider):
         adding up. A commit of fewer than ``HELD_FROM`` files is sent after ``before``."""
         if len(changes) < HELD_FROM:
             return await super().commit(change_id, changes, before)
-        word = _Word(asyncio.get_running_loop())
+        word = _CommitGoAhead(asyncio.get_running_loop())
         answer = asyncio.ensure_future(
             self.call("commit_changes", word=word, change_id=change_id, changes=changes)
         )
@@ -294,7 +294,7 @@ class LinuxSandboxProvider(SandboxSessions, Provider):
         self,
         op: str,
         kwargs: dict[str, Any],
-        word: _Word | None = None,
+        word: _CommitGoAhead | None = None,
         *,
         hang_up: HangUp | None = None,
     ) -> Any:
@@ -357,7 +357,7 @@ class LinuxSandboxProvider(SandboxSessions, Provider):
         kwargs: dict[str, Any],
         sock: socket.socket,
         timeout: float,
-        word: _Word | None,
+        word: _CommitGoAhead | None,
         before: CodeFiles | None,
     ) -> Any:
         """Send one request and take its reply; the caller holds the lock. ``before``:
@@ -686,7 +686,7 @@ def _tool_error(payload: Any) -> ToolError:
     )
 
 
-class _Word:
+class _CommitGoAhead:
     """Between a held commit's caller on the loop and the provider's thread: the thread
     says when the request is going out, the caller whether the worker is to go on."""
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
-from ..ops.path_blob import unpack_paths
+from ..ops.packed_paths import unpack_paths
 from ..result import ToolResult
 from ..text import decode_text, detect_binary_type, split_lines
 from .context import ToolContext

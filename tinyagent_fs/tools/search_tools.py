@@ -7,7 +7,7 @@ from typing import Any
 
 from ..hooks.decision import Risk
 from ..ops import listing as entry
-from ..ops.path_blob import unpack_paths
+from ..ops.packed_paths import unpack_paths
 from ..result import ToolResult
 from .context import ToolContext
 from .spec import PathIntent, ToolSpec, boolean, integer, schema, string

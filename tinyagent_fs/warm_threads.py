@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 Result = TypeVar("Result")
 
 
-class KeptThreads:
+class WarmThreads:
     """A pool of ``workers`` threads named ``name``, made at the first ``submit``."""
 
     def __init__(self, workers: int, name: str) -> None:

@@ -1,7 +1,7 @@
 """The child side of a time-bounded regex search.
 
 It imports only the standard library so that, where forking is not an option, a
-fresh interpreter can run this file as a script (``python -I -S regex_worker.py``)
+fresh interpreter can run this file as a script (``python -I -S regex_child.py``)
 without importing the package or re-running the caller's main module, which is
 what ``multiprocessing``'s spawn method would do. Requests and results travel as
 ``marshal`` data: plain strings, ints and tuples, nothing executable.

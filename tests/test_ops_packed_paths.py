@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import socket
 
-from tinyagent_fs.ops.path_blob import pack_paths, pack_runs, unpack_paths
+from tinyagent_fs.ops.packed_paths import pack_paths, pack_runs, unpack_paths
 from tinyagent_fs.providers import wire
 
 PATHS = [
