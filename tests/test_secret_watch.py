@@ -177,6 +177,8 @@ async def test_a_folder_that_cannot_be_watched_refuses_the_session(
     result = await fs.exec_command("echo started", yield_time_ms=100)
     assert not result.ok
     assert result.data["cause"] == "watch_failed", result.text
+    ran = await fs.run_command("echo started")
+    assert ran.ok and "started" in ran.text, "commands do not need the watch"
 
 
 @pytest.mark.usefixtures("slow_watch")
@@ -213,3 +215,16 @@ async def test_reads_in_flight_together_never_return_a_copy(fs: FileTools, proje
         *(fs.read_file(name) for name in ["docs/guide.md"] * 3 + ["b/copy.txt"] * 3)
     )
     assert not any(SECRET in read.text for read in reads), [read.text for read in reads]
+
+
+def test_the_toolkits_own_quarantine_does_not_trip_the_watch(project: Path) -> None:
+    (project / ".bashrc").write_text("echo planted\n")
+    watch = secret_watch.SecretWatch([str(project)], DENIED, lambda trip: None)
+    try:
+        (project / ".bashrc").rename(project / ".bashrc.quarantined")
+        assert watch.check() is None
+        (project / ".env.production").write_text(SECRET)
+        trip = watch.check()
+        assert trip is not None and trip.cause == "secret_added", trip
+    finally:
+        watch.stop()

@@ -47,6 +47,7 @@ from .base import Provider
 from .hang_up import COMMAND_KILLED, HangUp
 from .reply_queue import STALL_CHECK_S, ReplyQueue, WorkerStalled
 from .sandbox_sessions import SandboxSessions
+from .secret_guard import SecretGuard
 from .settle_guardian import GuardianUnavailable, SettleGuardian
 from .worker_slot import WorkerSlot
 
@@ -73,7 +74,7 @@ SCAN_OPS = frozenset({"list_tree", "glob_files", "grep", "walk_all"})
 answer can be large (a large answer is read on a thread); they keep the full deadline."""
 
 
-class LinuxSandboxProvider(SandboxSessions, Provider):
+class LinuxSandboxProvider(SandboxSessions, SecretGuard, Provider):
     """Runs ``ops`` primitives in a Landlock + seccomp confined worker process.
 
     Writes are allowed beneath ``root``, ``policy.extra_writable_dirs`` and
@@ -134,6 +135,8 @@ class LinuxSandboxProvider(SandboxSessions, Provider):
         self.sessions = sessions.SessionTable(policy.max_sessions)
         self._session_threads: ThreadPoolExecutor | None = None
         self._sessions_settled = 0
+        self._quiet_since_ns = 0
+        """When the last session ended (``secret_guard``)."""
         self._copies_left: list[str] = []
         """Files changed while a secret was visible to sessions that could not be
         quarantined: every call is refused until they are gone."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import socket
 import time
 from collections.abc import Callable
@@ -19,10 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 from functools import partial
 from typing import Any, TypeVar
 
-from ..errors import ErrorCode, ToolError
-from ..sandbox import code_files
-from . import code_watch, secret_watch, sessions, wire
-from .worker_slot import WorkerSlot
+from ..errors import ToolError
+from . import code_watch, sessions, wire
 
 T = TypeVar("T")
 
@@ -136,7 +133,7 @@ class SandboxSessions:
         with self._lock:
             if trip is not None:
                 self._deal_with_a_trip()
-                return
+                return  # every session of the sandbox ended, their output withheld
             if session.worker_pid == self.worker_pid:
                 self._slot.stop()
             for other in self.sessions.of_worker(session.worker_pid):
@@ -145,103 +142,6 @@ class SandboxSessions:
             for ended in self.sessions.unsettled():
                 self._settle_unlocked(ended)
             self.sessions.forget_settled()
-
-    def _settle_secret_watch(self) -> None:
-        """Before a worker is used or started (the caller holds the lock): a trip of the
-        watch is dealt with, and nothing runs while copies could not be quarantined."""
-        self._deal_with_a_trip()
-        self._refuse_while_copies_left()
-
-    def _deal_with_a_trip(self) -> None:
-        """The caller holds the lock."""
-        watch = self._slot.watch
-        trip = watch.check() if watch is not None else None
-        if trip is not None:
-            self._secret_appeared(trip)
-
-    def _refuse_after_a_secret_appeared(self, op: str) -> None:
-        """Every request checks the watch as it goes out (the caller holds the lock): a
-        read of a copy a session made must not slip in before the trip is dealt with;
-        one that finds a trip deals with it and is not sent."""
-        watch = self._slot.watch
-        if watch is not None and watch.check() is not None:
-            self._deal_with_a_trip()
-            raise ToolError(
-                ErrorCode.SANDBOX_FAILURE,
-                f"{op} was not run: a secret appeared while sessions ran; their sandbox "
-                "was ended and what they changed meanwhile quarantined",
-                "Call again.",
-                details={"cause": "secrets_changed"},
-            )
-
-    def _watch_for_secrets(self) -> None:
-        """Have the folders the sandbox reads watched while sessions live (the caller
-        holds the lock). A session is not started unwatched."""
-        self._settle_secret_watch()
-        if self._slot.watch is not None:
-            return
-        try:
-            self._slot.watch = secret_watch.SecretWatch(
-                [path for path in self._masked_dirs if os.path.isdir(path)],
-                self.policy.denied_patterns,
-                partial(_end_at_once, self._slot),
-            )
-        except secret_watch.WatchFailed as exc:
-            raise ToolError(
-                ErrorCode.SANDBOX_FAILURE,
-                f"the session was not started: the folder {exc.path} cannot be watched for "
-                f"secrets the person adds while it runs ({exc})",
-                "Make the folder readable, or raise fs.inotify.max_user_watches if the "
-                "project has very many folders; run_command still works.",
-                details={"cause": "watch_failed", "path": exc.path, "errno": exc.errno},
-            ) from None
-
-    def _secret_appeared(self, trip: secret_watch.Trip) -> None:
-        """A secret appeared while sessions ran (the caller holds the lock): they end
-        (the watch already killed their worker), their output not yet read is withheld,
-        the sandbox's TMPDIR is emptied, and every file changed since the watch was last
-        clean is quarantined, as a session may have copied the secret there."""
-        self._stop_watch()
-        self._slot.stop(kill_now=True)
-        self._slot.clear_tmpdir()
-        found, unsearchable = secret_watch.changed_since(
-            self._protect, self.policy.denied_patterns, trip.since_ns
-        )
-        outcomes = code_files.quarantine(found)
-        stuck = [entry["path"] for entry in outcomes if "error" in entry] + unsearchable
-        self._copies_left = stuck
-        note = {
-            "secret_appeared": {"cause": trip.cause, "path": trip.path},
-            "secret_copies_quarantined": outcomes,
-            "secret_copies_left": stuck,
-        }
-        for session in self.sessions.with_masks():
-            with session.lock:
-                session.withhold("secrets_changed")
-                session.settle_note.update(note)
-        for ended in self.sessions.unsettled():
-            self._settle_unlocked(ended)
-        self.sessions.forget_settled()
-
-    def _refuse_while_copies_left(self) -> None:
-        """Files that may hold a copy of a secret and could not be quarantined keep the
-        sandbox shut until they are gone (the caller holds the lock)."""
-        self._copies_left = [path for path in self._copies_left if os.path.lexists(path)]
-        if self._copies_left:
-            raise ToolError(
-                ErrorCode.SANDBOX_FAILURE,
-                "commands are refused: after a secret appeared while sessions ran, these "
-                "files, changed meanwhile, could not be quarantined and may hold a copy of "
-                "it: " + ", ".join(self._copies_left),
-                "A person must look at them and move them out of the project or delete "
-                "them; file tools still work.",
-                details={"cause": "secret_copies_left", "paths": self._copies_left},
-            )
-
-    def _stop_watch(self) -> None:
-        watch, self._slot.watch = self._slot.watch, None
-        if watch is not None:
-            watch.stop()
 
     def _close_session(self, session: sessions.Session) -> None:
         with session.lock:
@@ -284,6 +184,7 @@ class SandboxSessions:
 
     def _settle_unlocked(self, session: sessions.Session) -> None:
         session.settled = True
+        self._quiet_since_ns = time.time_ns()
         self._sessions_settled += 1
         try:
             if code_watch.settle(self._protect, session.before, session.settle_note):
@@ -305,12 +206,3 @@ class SandboxSessions:
                 self.policy.max_sessions + 1, thread_name_prefix="tinyagent-fs-session"
             )
         return self._session_threads
-
-
-def _end_at_once(slot: WorkerSlot, trip: secret_watch.Trip) -> None:
-    """From the watch's thread: kill the worker now, and with it every session, so none
-    goes on reading the secret until the toolkit's next call deals with the trip."""
-    process = slot.process
-    if process is not None:
-        with contextlib.suppress(OSError):
-            process.kill()

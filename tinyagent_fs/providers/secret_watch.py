@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from ..ops.ignore import IgnoreRules, load_ignore_rules
 from ..policy import IGNORE_FILE_NAME
 from ..sandbox import kernel_calls as kc
+from ..sandbox.protected_paths import QUARANTINE_SUFFIX
 
 IN_MODIFY = 0x2
 IN_CLOSE_WRITE = 0x8
@@ -58,7 +59,13 @@ class Trip:
 
     cause: str
     path: str
-    since_ns: int
+    clean_ns: int
+    """The last moment the watch was known clean (the toolkit's clock)."""
+
+    @property
+    def since_ns(self) -> int:
+        """From when a file's change time may tell of a copy (a coarser clock)."""
+        return self.clean_ns - CLOCK_SLACK_NS
 
 
 class WatchFailed(Exception):
@@ -172,6 +179,8 @@ class SecretWatch:
             self._trip("denials_changed", path)
         elif mask & ARRIVALS:
             is_dir = bool(mask & IN_ISDIR)
+            if QUARANTINE_SUFFIX in name and not is_dir:
+                return  # the toolkit's own quarantine of what a session or command left
             moved = bool(mask & IN_MOVED_TO) and cookie in self._moved_out
             self._moved_out.discard(cookie)
             if self._rules[root].denies_path_or_parent(relative, is_dir) and not moved:
@@ -225,7 +234,7 @@ class SecretWatch:
 
     def _trip(self, cause: str, path: str) -> None:
         if self.tripped is None:
-            self.tripped = Trip(cause, path, self._clean_ns - CLOCK_SLACK_NS)
+            self.tripped = Trip(cause, path, self._clean_ns)
 
 
 def changed_since(
