@@ -55,11 +55,11 @@ from bench_tools import (
 from figure import source_lines
 
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditEvent, AuditLog, summarise_arguments
-from tinyagent_fs.changes import content_hash
+from tinyagent_fs.audit.log import AuditEvent, AuditLog, summarise_arguments
+from tinyagent_fs.changes.changeset import content_hash
 from tinyagent_fs.hooks import AutoApprovePolicy
-from tinyagent_fs.journal import JOURNAL_ENV
-from tinyagent_fs.text import decode_text, split_lines
+from tinyagent_fs.journal.undo_journal import JOURNAL_ENV
+from tinyagent_fs.text.codec import decode_text, split_lines
 from tinyagent_fs.tools.format import number_lines
 
 LIST_ENTRIES = 1_000

@@ -48,9 +48,9 @@ from bench_tools import mount_type, p90, write_table
 from patch_corpus import build_trees, git_patch, section_count, snapshot
 
 from tinyagent_fs import FileTools, SandboxPolicy
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy
-from tinyagent_fs.journal import JOURNAL_ENV
+from tinyagent_fs.journal.undo_journal import JOURNAL_ENV
 from tinyagent_fs.providers.base import Provider
 from tinyagent_fs.providers.local import LocalProvider
 

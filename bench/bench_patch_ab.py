@@ -29,7 +29,7 @@ from bench_patch import Corpus, Run, header
 from bench_read_ab import HERE, export
 from bench_tools import write_table
 
-from tinyagent_fs.journal import JOURNAL_ENV
+from tinyagent_fs.journal.undo_journal import JOURNAL_ENV
 
 ONCE = Path(__file__).with_name("patch_apply_once.py")
 

@@ -56,7 +56,7 @@ asyncio.run(main(int(sys.argv[1])))
 MEASURE_GUARD = """\
 import statistics, sys, tempfile, time
 from pathlib import Path
-from tinyagent_fs.guard import PathGuard
+from tinyagent_fs.guard.path_guard import PathGuard
 from tinyagent_fs.policy import SandboxPolicy
 
 with tempfile.TemporaryDirectory() as folder:

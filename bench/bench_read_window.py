@@ -37,9 +37,9 @@ from bench_tools import (
 )
 
 from tinyagent_fs import FileTools, SandboxPolicy
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy
-from tinyagent_fs.journal import JOURNAL_ENV
+from tinyagent_fs.journal.undo_journal import JOURNAL_ENV
 from tinyagent_fs.ops.line_index import SETTLE_NS
 
 WINDOW = 100

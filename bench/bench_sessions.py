@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider

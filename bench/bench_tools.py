@@ -39,10 +39,10 @@ from figures_files import flip, make_provider
 
 import tinyagent_fs
 from tinyagent_fs import FileTools, SandboxPolicy, ToolResult
-from tinyagent_fs.audit import AuditLog
-from tinyagent_fs.guard import PathGuard
+from tinyagent_fs.audit.log import AuditLog
+from tinyagent_fs.guard.path_guard import PathGuard
 from tinyagent_fs.hooks import AutoApprovePolicy
-from tinyagent_fs.journal import JOURNAL_ENV
+from tinyagent_fs.journal.undo_journal import JOURNAL_ENV
 
 try:
     from tinyagent_fs.providers.linux import LinuxSandboxProvider

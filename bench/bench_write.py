@@ -30,8 +30,8 @@ from bench_tools import (
 from figure import source_lines
 
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditLog
-from tinyagent_fs.changes import content_hash
+from tinyagent_fs.audit.log import AuditLog
+from tinyagent_fs.changes.changeset import content_hash
 from tinyagent_fs.hooks import AutoApprovePolicy
 
 JOURNAL_FILL = 220

@@ -18,7 +18,7 @@ from figure import Figure, Prepare, at_most, plain, source_lines, tool
 from rounds import Side
 
 from tinyagent_fs import FileTools, SandboxPolicy
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.providers.base import Provider
 from tinyagent_fs.providers.local import LocalProvider

@@ -17,7 +17,7 @@ from figures_files import toolkit
 from rounds import Side
 
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy
 
 TREE_FILES = 20_000

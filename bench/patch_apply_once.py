@@ -18,7 +18,7 @@ from pathlib import Path
 from bench_patch import Run, make_provider, timed_apply
 
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy
 
 WARM_UP = "--- a/a.txt\n+++ b/a.txt\n@@ -1 +1 @@\n-a\n+b\n"

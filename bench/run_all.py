@@ -30,7 +30,7 @@ import figures_sandbox
 from figure import Figure, Kind, baseline_name, mount_type
 from rounds import MIN_ROUNDS, NOISY_SPREAD, Rounds, alternate
 
-from tinyagent_fs.journal import JOURNAL_ENV
+from tinyagent_fs.journal.undo_journal import JOURNAL_ENV
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 
 REPO = Path(__file__).resolve().parent.parent

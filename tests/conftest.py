@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent_fs import FileTools, SandboxPolicy, digest
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs import FileTools, SandboxPolicy
+from tinyagent_fs._runtime import digest
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.providers import LocalProvider
 from tinyagent_fs.providers.linux import LinuxSandboxProvider

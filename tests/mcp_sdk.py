@@ -12,7 +12,7 @@ from typing import Any
 
 from mcp import Client, StdioServerParameters, types
 
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 
 Answer = types.ElicitResult
 ListRoots = Callable[[Any], Awaitable[types.ListRootsResult]]

@@ -18,8 +18,8 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from tinyagent_fs.patch import PlannedFile
-from tinyagent_fs.text import DecodedText, decode_text, encode_text
+from tinyagent_fs.patch.planner import PlannedFile
+from tinyagent_fs.text.codec import DecodedText, decode_text, encode_text
 
 SCENARIOS = Path(__file__).parent / "patch_scenarios"
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import Decision, ToolCall
 from tinyagent_fs.tools.alias_tools import in_update_file_words, include_glob
 

@@ -12,7 +12,7 @@ from typing import Any, BinaryIO
 
 import pytest
 
-from tinyagent_fs.audit import (
+from tinyagent_fs.audit.log import (
     DIFF_CAP_BYTES,
     AuditEvent,
     AuditLog,

@@ -9,7 +9,7 @@ import json
 import re
 from pathlib import Path
 
-from tinyagent_fs.audit import AuditEvent
+from tinyagent_fs.audit.log import AuditEvent
 from tinyagent_fs.server.tailer import SCHEMA_PATH
 
 MODEL_TS = Path(__file__).resolve().parent.parent / "labextension" / "src" / "model.ts"

@@ -41,7 +41,7 @@ SETUP = f"""\
 import json
 from pathlib import Path
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.providers import LocalProvider
 from tinyagent_fs.ui import JupyterHook
 

@@ -15,8 +15,8 @@ import pytest
 from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from tests.jupyter_process import JupyterProcess, start_jupyter
 from tests.test_browser_audit_sidebar import ARTIFACTS, shot, show_audit_panel
-from tinyagent_fs.audit import AuditEvent, AuditLog
-from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
+from tinyagent_fs.audit.log import AuditEvent, AuditLog
+from tinyagent_fs.changes.changeset import ChangeKind, ChangeSet, FileChange
 
 pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
 

@@ -27,7 +27,7 @@ from tests.pending_support import (
 )
 from tests.test_browser_audit_sidebar import choose_theme, shot
 from tests.test_browser_contrast import AA, LOW_CONTRAST, THEMES
-from tinyagent_fs.audit import AuditEvent, AuditLog
+from tinyagent_fs.audit.log import AuditEvent, AuditLog
 
 pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
 

@@ -19,7 +19,7 @@ import pytest
 from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, start_notebook_lab
 from tests.jupyter_process import JupyterProcess
 from tests.test_browser_audit_sidebar import ARTIFACTS, run_cell, shot, show_audit_panel
-from tinyagent_fs.audit import AuditEvent, AuditLog
+from tinyagent_fs.audit.log import AuditEvent, AuditLog
 
 pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
 

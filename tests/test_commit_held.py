@@ -14,10 +14,10 @@ from typing import Any
 import pytest
 
 from tinyagent_fs import FileTools
-from tinyagent_fs.changes import content_hash
+from tinyagent_fs.changes.changeset import content_hash
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.hooks import AutoApprovePolicy
-from tinyagent_fs.journal import UndoJournal
+from tinyagent_fs.journal.undo_journal import UndoJournal
 from tinyagent_fs.providers import linux
 from tinyagent_fs.providers.linux import HELD_FROM, _CommitGoAhead
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent_fs.changes import content_hash
+from tinyagent_fs.changes.changeset import content_hash
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.ops.commit import commit_changes
 
@@ -130,7 +130,7 @@ def test_a_process_killed_while_the_journal_is_recorded_leaves_nothing_behind(
         f"""
         import os, signal
         from pathlib import Path
-        from tinyagent_fs.changes import content_hash
+        from tinyagent_fs.changes.changeset import content_hash
         from tinyagent_fs.ops.commit import commit_changes
 
         path = Path({str(folder / "file.txt")!r})

@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent_fs.changes import ChangeKind, FileChange, PlannedDiff, hunk_lines
-from tinyagent_fs.diff import HunkText, opcodes, text_hunks, unified_hunks
-from tinyagent_fs.text import split_lines
+from tinyagent_fs.changes.changeset import ChangeKind, FileChange, PlannedDiff, hunk_lines
+from tinyagent_fs.changes.diff import HunkText, opcodes, text_hunks, unified_hunks
+from tinyagent_fs.text.codec import split_lines
 
 HEADER = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@\n$")
 NO_NEWLINE = "\n\\ No newline at end of file\n"

@@ -7,7 +7,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
+from tinyagent_fs.changes.changeset import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.render.diff_render import DIFF_CSS, highlight_lines, render_changeset
 from tinyagent_fs.render.diff_sections import file_diffs, split_file_diffs
 

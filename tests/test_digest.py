@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 
-from tinyagent_fs.digest import (
+from tinyagent_fs._runtime.digest import (
     AHEAD_FROM_BYTES,
     MEMO_FROM_BYTES,
     MISSING,

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-import tinyagent_fs.durable as durable
-from tinyagent_fs.changes import content_hash
-from tinyagent_fs.durable import SYNCFS_FROM
+import tinyagent_fs._runtime.durable as durable
+from tinyagent_fs._runtime.durable import SYNCFS_FROM
+from tinyagent_fs.changes.changeset import content_hash
 from tinyagent_fs.ops.commit import commit_changes
 
 OLD, NEW = b"old\n", b"new content\n"

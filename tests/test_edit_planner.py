@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent_fs.edit import apply_edit, apply_edits
-from tinyagent_fs.edit_regex import regex_replacements
+from tinyagent_fs.edit.planner import apply_edit, apply_edits
+from tinyagent_fs.edit.regex_edit import regex_replacements
 from tinyagent_fs.errors import ErrorCode, ToolError
 
 CODE = "def add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tinyagent_fs import FileTools
-from tinyagent_fs.code_running import HOME_FILES, ROOT_FOLDERS
+from tinyagent_fs.guard.code_running import HOME_FILES, ROOT_FOLDERS
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS, SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider

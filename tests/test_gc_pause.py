@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from tinyagent_fs.gc_pause import paused_gc
+from tinyagent_fs._runtime.gc_pause import paused_gc
 
 
 def test_the_collector_is_paused_inside_and_resumes_after() -> None:

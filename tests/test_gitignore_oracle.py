@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from tinyagent_fs.gitignore import PatternList
+from tinyagent_fs.guard.gitignore import PatternList
 
 NAME_CHARS = ["a", "b", "B", "1", ".", "é", "{", "}", ",", "[", "]", "!", "#", " ", "-", "*"]
 PIECES = [

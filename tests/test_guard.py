@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.guard import PathGuard
+from tinyagent_fs.guard.path_guard import PathGuard
 from tinyagent_fs.policy import SandboxPolicy
 
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tinyagent_fs.errors import ToolError
-from tinyagent_fs.guard import PathGuard
+from tinyagent_fs.guard.path_guard import PathGuard
 
 
 class Tree:

@@ -19,13 +19,13 @@ from pathlib import Path
 import ipywidgets as widgets
 import pytest
 
-from tinyagent_fs.audit import AuditEvent
-from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
-from tinyagent_fs.display_safe import visible, visible_html
+from tinyagent_fs.audit.log import AuditEvent
+from tinyagent_fs.changes.changeset import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.hooks.decision import Decision, Risk, ToolCall
 from tinyagent_fs.hooks.policies import RiskBasedPolicy, decided_by_person
 from tinyagent_fs.hooks.terminal import TerminalHook
 from tinyagent_fs.render.diff_render import render_changeset
+from tinyagent_fs.text.display_safe import visible, visible_html
 from tinyagent_fs.tools.registry import tool_table
 from tinyagent_fs.ui import AuditTable, JupyterHook
 from tinyagent_fs.ui import jupyter as jupyter_ui

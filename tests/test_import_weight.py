@@ -1,6 +1,6 @@
 """What an import loads: the package face and the audit log stay light.
 
-The Jupyter server extension and the MCP server import ``tinyagent_fs.audit``
+The Jupyter server extension and the MCP server import ``tinyagent_fs.audit.log``
 and the version; neither may pull in the tools, the providers and the hooks
 behind the package face (it once loaded 71 of 119 modules).
 """
@@ -29,7 +29,7 @@ def loaded_by(statement: str) -> list[str]:
 
 @pytest.mark.parametrize(
     "statement",
-    ["import tinyagent_fs", "import tinyagent_fs.audit", "import tinyagent_fs.server"],
+    ["import tinyagent_fs", "import tinyagent_fs.audit.log", "import tinyagent_fs.server"],
 )
 def test_light_imports_load_no_tools_providers_hooks_or_widgets(statement: str) -> None:
     heavy = [m for m in loaded_by(statement) if m.startswith(HEAVY)]

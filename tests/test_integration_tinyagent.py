@@ -28,7 +28,7 @@ from litellm import CustomLLM, ModelResponse
 from tinyagent import TinyAgent, tool
 
 from tinyagent_fs import FileTools, SandboxPolicy
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import (
     AutoApprovePolicy,
     Decision,

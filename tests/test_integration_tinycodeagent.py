@@ -22,7 +22,7 @@ from tinyagent.code_agent import TinyCodeAgent
 from tinyagent.code_agent.providers.bubblewrap_provider import BubblewrapProvider
 
 from tinyagent_fs import FileTools, SandboxPolicy
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import Decision, RiskBasedPolicy, ToolCall
 from tinyagent_fs.integrations.tinyagent import (
     OWNER_ATTRIBUTE,

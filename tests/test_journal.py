@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-import tinyagent_fs.journal as journal_module
+import tinyagent_fs.journal.undo_journal as journal_module
 from tinyagent_fs import FileTools
-from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
+from tinyagent_fs.changes.changeset import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.hooks import AutoApprovePolicy
-from tinyagent_fs.journal import ENTRY_NAME, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
-from tinyagent_fs.journal_store import keep_old_content
-from tinyagent_fs.journal_trust import ForgedEntry, ManifestSigner
+from tinyagent_fs.journal.store import keep_old_content
+from tinyagent_fs.journal.trust import ForgedEntry, ManifestSigner
+from tinyagent_fs.journal.undo_journal import ENTRY_NAME, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
 from tinyagent_fs.providers import LocalProvider
 
 

@@ -39,7 +39,7 @@ SETUP = """\
 import asyncio, json
 from pathlib import Path
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.providers import LocalProvider
 from tinyagent_fs.ui import JupyterHook
 

@@ -21,7 +21,7 @@ SETUP = """
 import asyncio, os, threading
 from pathlib import Path
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.providers import LocalProvider
 from tinyagent_fs.ui import JupyterHook
 from tinyagent_fs.ui.config import load_settings

@@ -15,8 +15,8 @@ import ipywidgets as widgets
 import pytest
 
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditEvent, AuditLog
-from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
+from tinyagent_fs.audit.log import AuditEvent, AuditLog
+from tinyagent_fs.changes.changeset import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.hooks.decision import Risk, ToolCall, Verdict
 from tinyagent_fs.providers import LocalProvider
 from tinyagent_fs.tools.registry import tool_table

@@ -6,9 +6,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent_fs.line_window import line_start, lines_before, lines_from, next_line_start
-from tinyagent_fs.matching import line_numbers
-from tinyagent_fs.text import split_lines
+from tinyagent_fs.edit.matching import line_numbers
+from tinyagent_fs.text.codec import split_lines
+from tinyagent_fs.text.line_window import line_start, lines_before, lines_from, next_line_start
 from tinyagent_fs.tools.format import number_lines, snippet
 
 pieces = st.sampled_from(["a", "bc", "\n", "\r", "\r\n", "x\n", "\n\n", "long line " * 30])

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent_fs.edit import apply_edit
+from tinyagent_fs.edit.matching import adapt_replacement, find_matches, line_numbers
+from tinyagent_fs.edit.planner import apply_edit
+from tinyagent_fs.edit.tolerance import IndentShift, fold_typography, indent_shift
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.matching import adapt_replacement, find_matches, line_numbers
-from tinyagent_fs.tolerance import IndentShift, fold_typography, indent_shift
 
 
 def matched(text: str, needle: str) -> tuple[str, str]:

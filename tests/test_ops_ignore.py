@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent_fs.gitignore import CostlyPatterns, GitPattern, PatternList, Screen
+from tinyagent_fs.guard.gitignore import CostlyPatterns, GitPattern, PatternList, Screen
 from tinyagent_fs.ops.ignore import (
     DIRECTORY_FLAGS,
     IgnoreRules,

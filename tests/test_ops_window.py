@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.ops import OPERATIONS, line_index
 from tinyagent_fs.ops.window import read_window, window_lines
-from tinyagent_fs.text import decode_text, split_lines
+from tinyagent_fs.text.codec import decode_text, split_lines
 
 PIECES = ["a", "bc", "é", "€", "𝄞", "\n", "\r\n", "\r", " ", "\t", "\x0c", "\u2028"]
 """Text made of these: every ending, 1- to 4-byte characters, and separators that

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from tests.patch_harness import Scenario, TreeFiles, copy_input, load_scenarios
 from tests.test_diff import apply_hunks
-from tinyagent_fs.diff import Opcode, marked, opcodes, planned_hunk_text, unified_hunks
-from tinyagent_fs.patch import plan_patch
-from tinyagent_fs.text import split_lines
+from tinyagent_fs.changes.diff import Opcode, marked, opcodes, planned_hunk_text, unified_hunks
+from tinyagent_fs.patch.planner import plan_patch
+from tinyagent_fs.text.codec import split_lines
 
 APPLIED = [s for s in load_scenarios() if s.expected_error is None]
 

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import audit_events, make_provider
-from tinyagent_fs import FileTools, digest
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs import FileTools
+from tinyagent_fs._runtime import digest
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.hooks import AutoApprovePolicy, Decision
 from tinyagent_fs.providers import LocalProvider

@@ -15,7 +15,7 @@ from tests.patch_harness import (
     load_scenarios,
 )
 from tinyagent_fs.errors import ToolError
-from tinyagent_fs.patch import plan_patch
+from tinyagent_fs.patch.planner import plan_patch
 
 SCENARIOS = load_scenarios()
 

@@ -8,8 +8,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tinyagent_fs.edit.tolerance import LINE_STAGES
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.patch import (
+from tinyagent_fs.patch.apply import _LineSearch
+from tinyagent_fs.patch.parse import _crlf_lines
+from tinyagent_fs.patch.planner import (
     FilePatch,
     Hunk,
     HunkLine,
@@ -17,10 +20,7 @@ from tinyagent_fs.patch import (
     parse_patch,
     plan_patch,
 )
-from tinyagent_fs.patch_apply import _LineSearch
-from tinyagent_fs.patch_parse import _crlf_lines
-from tinyagent_fs.text import line_count, split_lines
-from tinyagent_fs.tolerance import LINE_STAGES
+from tinyagent_fs.text.codec import line_count, split_lines
 
 
 def parse_error(patch: str) -> ToolError:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tinyagent_fs import FileTools, SandboxPolicy
-from tinyagent_fs.changes import content_hash
+from tinyagent_fs.changes.changeset import content_hash
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.ops import line_index
 from tinyagent_fs.ops.window import BLOCK_BYTES

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
+from tinyagent_fs.changes.changeset import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.render.diff_render import render_changeset
 from tinyagent_fs.render.recorded_diff import render_recorded_diff
 

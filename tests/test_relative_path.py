@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given
 from hypothesis import strategies as st
 
-from tinyagent_fs.changes import relative_path
+from tinyagent_fs.changes.changeset import relative_path
 
 PART = st.sampled_from(["a", "ab", "b", "a b", "é", ".x", "root", "rootx"])
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent_fs.changes import content_hash
+from tinyagent_fs.changes.changeset import content_hash
 from tinyagent_fs.errors import ErrorCode, ToolError
 
 from .sandbox_support import SECRET, Sandbox, open_sandbox, require_sandbox

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tinyagent_fs.changes import content_hash
+from tinyagent_fs.changes.changeset import content_hash
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.ops.packed_paths import unpack_paths
 from tinyagent_fs.policy import SandboxPolicy

@@ -12,7 +12,7 @@ import pytest
 from tornado.websocket import websocket_connect
 
 from tests.jupyter_process import JupyterProcess, start_jupyter
-from tinyagent_fs.audit import AuditEvent, AuditLog
+from tinyagent_fs.audit.log import AuditEvent, AuditLog
 from tinyagent_fs.server.tailer import SCHEMA_ID
 
 pytestmark = pytest.mark.jupyter

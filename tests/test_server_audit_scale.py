@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.jupyter_process import JupyterProcess, start_jupyter
-from tinyagent_fs.audit import AUDIT_FILE_NAME, AuditEvent
+from tinyagent_fs.audit.log import AUDIT_FILE_NAME, AuditEvent
 from tinyagent_fs.server.index import AuditIndex
 from tinyagent_fs.server.query import AuditFilter, find_event, find_page
 

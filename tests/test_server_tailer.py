@@ -9,7 +9,7 @@ from typing import Any
 
 from jupyter_events import EventLogger
 
-from tinyagent_fs.audit import AUDIT_FILE_NAME, AuditEvent, AuditLog
+from tinyagent_fs.audit.log import AUDIT_FILE_NAME, AuditEvent, AuditLog
 from tinyagent_fs.server.index import AuditIndex
 from tinyagent_fs.server.tailer import MAX_ANNOUNCED_PER_REFRESH, SCHEMA_ID, AuditTailer
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tinyagent_fs import FileTools, SandboxPolicy
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy, Decision, RiskBasedPolicy
 from tinyagent_fs.hooks.terminal import TerminalHook
 from tinyagent_fs.providers import secret_watch, sessions

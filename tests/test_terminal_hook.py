@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
+from tinyagent_fs.changes.changeset import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.hooks.decision import Decision, Risk, ToolCall, Verdict
 from tinyagent_fs.hooks.terminal import CHANGE_PROMPT, NO_ANSWER, TerminalHook
 from tinyagent_fs.tools.registry import tool_table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tinyagent_fs.terminal_text import MAX_LINE_CHARS, TerminalText
+from tinyagent_fs.text.terminal_text import MAX_LINE_CHARS, TerminalText
 
 
 def shown(*chunks: bytes) -> str:

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tinyagent_fs import text as text_module
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.text import (
+from tinyagent_fs.text import codec as text_module
+from tinyagent_fs.text.codec import (
     DecodedText,
     decode_text,
     detect_binary_type,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tinyagent_fs import FileTools, SandboxPolicy
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import AutoApprovePolicy, Decision, RiskBasedPolicy
 
 from .conftest import audit_events, make_provider

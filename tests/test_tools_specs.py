@@ -11,7 +11,7 @@ import ipywidgets as widgets
 import pytest
 
 from tinyagent_fs import FileTools
-from tinyagent_fs.changes import ChangeKind, ChangeSet, FileChange
+from tinyagent_fs.changes.changeset import ChangeKind, ChangeSet, FileChange
 from tinyagent_fs.hooks.decision import Risk
 from tinyagent_fs.hooks.policies import RiskBasedPolicy
 from tinyagent_fs.hooks.web import WebApprovalHook

@@ -10,7 +10,7 @@ import pytest
 from tinyagent_fs import FileTools
 from tinyagent_fs.errors import ToolError
 from tinyagent_fs.hooks import AutoApprovePolicy, DenyAllPolicy
-from tinyagent_fs.journal import UndoJournal
+from tinyagent_fs.journal.undo_journal import UndoJournal
 from tinyagent_fs.providers.local import LocalProvider
 
 ODD_BYTES = b"\xef\xbb\xbfline one\r\nline two\rmixed\n\xc3\xa9 no final newline"

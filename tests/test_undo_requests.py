@@ -19,10 +19,10 @@ import pytest
 from tests.jupyter_process import JupyterProcess, start_jupyter
 from tests.test_approval_broker import call, decide, wait_pending
 from tinyagent_fs import FileTools
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks.web import WebApprovalHook
 from tinyagent_fs.integrations.undo_listener import UndoListener
-from tinyagent_fs.journal import UndoJournal
+from tinyagent_fs.journal.undo_journal import UndoJournal
 from tinyagent_fs.server.undo_requests import TOOLKIT_GONE, UndoRequestError, UndoRequests
 
 pytestmark = pytest.mark.jupyter

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tinyagent_fs.audit import AuditLog
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import Decision, DenyAllPolicy, Risk, ToolCall
 from tinyagent_fs.tools.wrapped import wrap_tool
 

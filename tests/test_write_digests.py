@@ -13,12 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from tinyagent_fs import FileTools, digest
-from tinyagent_fs.audit import AuditLog
-from tinyagent_fs.digest import MEMO_FROM_BYTES
+from tinyagent_fs import FileTools
+from tinyagent_fs._runtime import digest
+from tinyagent_fs._runtime.digest import MEMO_FROM_BYTES
+from tinyagent_fs.audit.log import AuditLog
 from tinyagent_fs.hooks import Decision, ToolCall
-from tinyagent_fs.journal import ENTRY_NAME
-from tinyagent_fs.text import DecodedText, line_count
+from tinyagent_fs.journal.undo_journal import ENTRY_NAME
+from tinyagent_fs.text.codec import DecodedText, line_count
 from tinyagent_fs.tools import write_tools
 
 from .conftest import audit_events, make_provider

@@ -1,6 +1,6 @@
 """Sandboxed, reviewed and audited file tools for AI agents.
 
-The names below load on first use: ``import tinyagent_fs.audit`` (the Jupyter
+The names below load on first use: ``import tinyagent_fs.audit.log`` (the Jupyter
 server extension, the MCP server) must not pull in the tools, the providers
 and the hooks behind them.
 """

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from .audit import AuditLog, AuditReader
+from .audit.log import AuditLog, AuditReader
 from .hooks.policies import POLICY_NAMES, policy_from_name
 from .hooks.terminal import TerminalHook
 from .policy import SandboxPolicy

@@ -11,7 +11,7 @@ import asyncio
 import sys
 from pathlib import Path
 
-from .audit import AuditLog, AuditReader
+from .audit.log import AuditLog, AuditReader
 from .hooks import AutoApprovePolicy, Decision, RiskBasedPolicy, ToolCall
 from .hooks.terminal import TerminalHook
 from .tools.facade import FileTools

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .code_running import root_write_denials
+from .guard.code_running import root_write_denials
 
 DEFAULT_DENIED_PATTERNS: tuple[str, ...] = (
     ".env",

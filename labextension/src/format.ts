@@ -4,7 +4,7 @@
  */
 import { TranslationBundle } from '@jupyterlab/translation';
 
-// The same characters as tinyagent_fs/display_safe.py: C0/C1 controls, DEL, the
+// The same characters as tinyagent_fs/text/display_safe.py: C0/C1 controls, DEL, the
 // soft hyphen, bidirectional marks, overrides and isolates, zero-width and
 // line-separator characters, the byte order mark and Unicode tag characters.
 const HIDDEN =

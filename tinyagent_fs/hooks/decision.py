@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..changes import ChangeSet
+from ..changes.changeset import ChangeSet
 
 if TYPE_CHECKING:
     from ..result import ToolResult

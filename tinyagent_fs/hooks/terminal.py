@@ -20,8 +20,8 @@ from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
-from ..changes import ChangeSet
-from ..display_safe import visible
+from ..changes.changeset import ChangeSet
+from ..text.display_safe import visible
 from .decision import Decision, NoAnswer, Risk, ToolCall
 
 DECIDED_BY = "terminal"

@@ -18,8 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..changes import ChangeSet
-from ..proposal import proposal_hash
+from ..changes.changeset import ChangeSet
+from ..changes.proposal import proposal_hash
 from .decision import Decision, NoAnswer, Risk, ToolCall
 from .jupyter_servers import JupyterServer, JupyterUnreachable, find_server
 from .policies import RiskBasedPolicy

@@ -20,8 +20,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..display_safe import visible
 from ..hooks.decision import Decision, ToolCall
+from ..text.display_safe import visible
 from .mcp_protocol import supports_form_elicitation
 
 DECIDED_BY = "mcp-elicitation"

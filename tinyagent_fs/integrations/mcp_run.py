@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..audit import AuditLog
+from ..audit.log import AuditLog
 from ..hooks.policies import policy_from_name
 from ..hooks.web import WebApprovalHook
 from ..limits import ResourceLimiter

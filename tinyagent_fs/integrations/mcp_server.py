@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from .._version import __version__
-from ..audit import AuditLog
+from ..audit.log import AuditLog
 from ..errors import ErrorCode, ToolError
 from ..limits import ResourceLimiter
 from ..result import ToolResult

@@ -35,7 +35,7 @@ from typing import Any
 
 from tinyagent import tool
 
-from ..audit import AuditLog
+from ..audit.log import AuditLog
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review, with_new_arguments
 from ..result import ToolResult

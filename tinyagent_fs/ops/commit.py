@@ -34,10 +34,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..digest import DIRECTORY, MISSING
-from ..durable import FileFlush, start_writeback, sync_directories, write_all
+from .._runtime.digest import DIRECTORY, MISSING
+from .._runtime.durable import FileFlush, start_writeback, sync_directories, write_all
+from .._runtime.warm_threads import WarmThreads
 from ..errors import ErrorCode, ToolError
-from ..warm_threads import WarmThreads
 from .fan_out import run_each
 
 PROC_FD = "/proc/self/fd/"

@@ -7,8 +7,8 @@ import os
 import stat as stat_module
 from typing import Any
 
-from ..config_file import read_up_to
 from ..errors import ErrorCode, ToolError
+from ..guard.config_file import read_up_to
 from .ignore import MAX_WALK_DEPTH
 
 ONE_READ_BYTES = 1 << 30

@@ -15,10 +15,15 @@ import operator
 import os
 from collections.abc import Iterable, Iterator
 
-from ..config_file import MAX_CONFIG_FILE_BYTES, UnsafeConfigFile, config_lines, read_config_file
-from ..durable import DIRECTORY_FLAGS
+from .._runtime.durable import DIRECTORY_FLAGS
 from ..errors import ErrorCode, ToolError
-from ..gitignore import (
+from ..guard.config_file import (
+    MAX_CONFIG_FILE_BYTES,
+    UnsafeConfigFile,
+    config_lines,
+    read_config_file,
+)
+from ..guard.gitignore import (
     MAX_MATCH_COST,
     CostlyPatterns,
     PatternList,

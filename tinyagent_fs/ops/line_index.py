@@ -28,7 +28,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from ..errors import ErrorCode, ToolError
-from ..text import SNIFF_BYTES, dominant_newline, first_ending_index, utf8_text_start
+from ..text.codec import SNIFF_BYTES, dominant_newline, first_ending_index, utf8_text_start
 
 STEP = 1 << 14
 """Bytes between checkpoints: the most a window reads before its first line."""

@@ -26,9 +26,9 @@ from pygments.lexers import get_lexer_for_filename
 from pygments.token import STANDARD_TYPES, Token, _TokenType
 from pygments.util import ClassNotFound
 
-from ..changes import ChangeSet, FileChange, display_text, relative_path
-from ..display_safe import marked_html, visible_html
-from ..text import split_lines
+from ..changes.changeset import ChangeSet, FileChange, display_text, relative_path
+from ..text.codec import split_lines
+from ..text.display_safe import marked_html, visible_html
 from .diff_sections import DiffLine, FileDiff, file_diffs
 
 DEFAULT_MAX_LINES = 400

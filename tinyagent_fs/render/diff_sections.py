@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ..changes import ChangeSet
+from ..changes.changeset import ChangeSet
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 _ENDS_FILE = ("Binary files ", "new directory ", "deleted directory ")

@@ -9,7 +9,7 @@ reads as in the card. Every text is escaped and its hidden characters marked.
 
 from __future__ import annotations
 
-from ..display_safe import visible_html
+from ..text.display_safe import visible_html
 from .diff_render import (
     COLUMNS,
     HIGHLIGHT_MAX_BYTES,

@@ -16,7 +16,7 @@ from typing import Any
 from jupyter_server.extension.application import ExtensionApp
 from traitlets import Float, Unicode
 
-from ..audit import AUDIT_FILE_NAME, default_audit_dir
+from ..audit.log import AUDIT_FILE_NAME, default_audit_dir
 from .approval_handlers import APPROVAL_ROUTES, BROKER_SETTING
 from .approvals import ApprovalBroker, Proposal
 from .handlers import ROUTES, TAILER_SETTING

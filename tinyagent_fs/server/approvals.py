@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..proposal import proposal_hash
+from ..changes.proposal import proposal_hash
 
 Row = dict[str, Any]
 Announce = Callable[[str, "Proposal"], None]

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from ..audit import AuditEvent, complete_lines
+from ..audit.log import AuditEvent, complete_lines
 
 BLOCK_BYTES = 256 * 1024
 WINDOW_BYTES = 1024 * 1024

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..audit import AuditEvent, summarise_arguments
-from ..changes import ChangeSet
+from ..audit.log import AuditEvent, summarise_arguments
+from ..changes.changeset import ChangeSet
 from ..hooks.decision import Decision
 from ..hooks.runner import Review
 

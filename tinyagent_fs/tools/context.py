@@ -6,15 +6,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..changes import content_hash
-from ..digest import same_as
+from .._runtime.digest import same_as
+from ..changes.changeset import content_hash
 from ..errors import ErrorCode, ToolError
-from ..guard import PathGuard
-from ..journal import UndoJournal
+from ..guard.path_guard import PathGuard
+from ..journal.undo_journal import UndoJournal
 from ..limits import ResourceLimiter
 from ..policy import SandboxPolicy
 from ..providers.base import Provider
-from ..text import DecodedText, decode_text
+from ..text.codec import DecodedText, decode_text
 from .error_text import retold
 
 IDENTITY = "identity:"

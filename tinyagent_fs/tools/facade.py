@@ -6,10 +6,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..audit import AuditLog
-from ..guard import PathGuard
+from ..audit.log import AuditLog
+from ..guard.path_guard import PathGuard
 from ..hooks.runner import HookRunner
-from ..journal import UndoJournal, default_journal_dir
+from ..journal.undo_journal import UndoJournal, default_journal_dir
 from ..limits import ResourceLimiter
 from ..policy import SandboxPolicy
 from ..providers import default_provider

@@ -7,8 +7,8 @@ import itertools
 import operator
 from collections.abc import Mapping
 
-from ..line_window import line_start, lines_before, lines_from, next_line_start
-from ..text import split_lines
+from ..text.codec import split_lines
+from ..text.line_window import line_start, lines_before, lines_from, next_line_start
 
 NUMBER_WIDTH = 6
 PREFIX_TABLE_LINES = 4096

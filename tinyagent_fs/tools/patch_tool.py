@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..changes import ChangeKind, ChangeSet, FileChange, PlannedDiff
+from .._runtime.gc_pause import paused_gc
+from ..changes.changeset import ChangeKind, ChangeSet, FileChange, PlannedDiff
 from ..errors import ErrorCode, ToolError
-from ..gc_pause import paused_gc
 from ..hooks.decision import Risk
-from ..patch import PlannedFile, parse_patch, plan_patch
+from ..patch.planner import PlannedFile, parse_patch, plan_patch
 from ..result import ToolResult
-from ..text import UTF8_LF, DecodedText, decode_text, encode_text, has_escaped_bytes
+from ..text.codec import UTF8_LF, DecodedText, decode_text, encode_text, has_escaped_bytes
 from .context import ToolContext
 from .plan import Plan
 from .spec import ToolSpec, schema, string

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..changes import ChangeKind, ChangeSet, FileChange
+from ..changes.changeset import ChangeKind, ChangeSet, FileChange
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from ..result import ToolResult

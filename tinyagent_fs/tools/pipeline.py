@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-from ..audit import AuditLog
-from ..changes import ChangeKind, ChangeSet
+from .._runtime.gc_pause import paused_gc
+from ..audit.log import AuditLog
+from ..changes.changeset import ChangeKind, ChangeSet
 from ..errors import ErrorCode, ToolError
-from ..gc_pause import paused_gc
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
-from ..journal import UndoJournal
+from ..journal.undo_journal import UndoJournal
 from ..result import ToolResult
 from .call_record import (
     DENIAL_HINT,

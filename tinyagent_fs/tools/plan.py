@@ -6,10 +6,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..changes import ChangeSet, FileChange
+from ..changes.changeset import ChangeSet, FileChange
 from ..errors import ErrorCode, ToolError
 from ..result import ToolResult
-from ..text import UTF8_LF, DecodedText, encode_text
+from ..text.codec import UTF8_LF, DecodedText, encode_text
 
 Renderer = Callable[[ChangeSet, dict], ToolResult]
 

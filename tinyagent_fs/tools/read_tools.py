@@ -11,7 +11,7 @@ from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from ..ops.packed_paths import unpack_paths
 from ..result import ToolResult
-from ..text import decode_text, detect_binary_type, split_lines
+from ..text.codec import decode_text, detect_binary_type, split_lines
 from .context import ToolContext
 from .format import number_lines
 from .search_tools import too_deep_notes

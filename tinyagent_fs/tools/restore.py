@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..changes import ChangeKind, ChangeSet, FileChange, content_hash
+from ..changes.changeset import ChangeKind, ChangeSet, FileChange, content_hash
 from ..errors import ErrorCode, ToolError
-from ..journal import JournalEntry, UndoJournal
+from ..journal.undo_journal import JournalEntry, UndoJournal
 from .context import ToolContext
 
 

@@ -13,7 +13,7 @@ from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from ..providers.sessions import ENDED_WHY, Session
 from ..result import ToolResult
-from ..terminal_text import TerminalText
+from ..text.terminal_text import TerminalText
 from .context import ToolContext
 from .spec import PathIntent, ToolSpec, integer, schema, string
 

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from ..hooks.decision import Risk, ToolCall
 
 if TYPE_CHECKING:
-    from ..changes import ChangeSet
+    from ..changes.changeset import ChangeSet
     from ..result import ToolResult
     from .context import ToolContext
     from .plan import Plan

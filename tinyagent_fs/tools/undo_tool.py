@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..changes import ChangeKind, ChangeSet
+from ..changes.changeset import ChangeKind, ChangeSet
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from ..result import ToolResult

@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ..audit import AuditLog
+from ..audit.log import AuditLog
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner, with_new_arguments
 from ..result import ToolResult

@@ -12,13 +12,13 @@ from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
-from ..changes import ChangeKind, ChangeSet, FileChange
-from ..digest import hash_ahead
-from ..edit import EditResult, apply_edit, apply_edits
+from .._runtime.digest import hash_ahead
+from ..changes.changeset import ChangeKind, ChangeSet, FileChange
+from ..edit.planner import EditResult, apply_edit, apply_edits
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
 from ..result import ToolResult
-from ..text import UTF8_LF, DecodedText, decode_text, encode_text, encoded_view, line_count
+from ..text.codec import UTF8_LF, DecodedText, decode_text, encode_text, encoded_view, line_count
 from .context import ToolContext
 from .format import short_diff, snippet
 from .plan import Plan

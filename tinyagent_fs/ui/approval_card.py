@@ -34,9 +34,9 @@ from typing import Any
 import anywidget
 import traitlets
 
-from ..display_safe import visible, visible_html
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..render.diff_render import DIFF_CSS, VIEWS, render_changeset
+from ..text.display_safe import visible, visible_html
 from .call_text import (
     argument_change_message,
     content_change_message,

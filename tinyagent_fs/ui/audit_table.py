@@ -9,8 +9,8 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 
-from ..audit import AuditEvent
-from ..display_safe import visible, visible_html
+from ..audit.log import AuditEvent
+from ..text.display_safe import visible, visible_html
 
 _HEADERS = ("time", "tool", "paths", "decision", "decided by", "outcome", "+/−")
 _TEXT_HEADERS = ("tool", "paths", "decision", "decided by", "outcome", "+/-")

@@ -12,11 +12,11 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from ..changes import relative_path
-from ..display_safe import visible, visible_html
+from ..changes.changeset import relative_path
 from ..hooks.decision import Decision, ToolCall, Verdict
 from ..hooks.policies import decided_by_person
 from ..render.diff_sections import file_diffs
+from ..text.display_safe import visible, visible_html
 
 MESSAGE_DIFF_LINES = 40
 ARG_PREVIEW_CHARS = 60

@@ -26,7 +26,6 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from ..display_safe import visible
 from ..hooks.decision import Decision, NoAnswer, Risk, ToolCall, Verdict
 from ..hooks.policies import (
     POLICY_ENV,
@@ -35,6 +34,7 @@ from ..hooks.policies import (
     policy_from_name,
 )
 from ..render.diff_render import DIFF_CSS, render_changeset
+from ..text.display_safe import visible
 from .approval_card import ApprovalCard, TrustChoice
 from .call_text import record_html, summary_text
 from .config import FRONTEND_ENV, TinyAgentFS, load_settings

@@ -20,8 +20,8 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from ..display_safe import visible_html
-from ..terminal_text import TerminalText
+from ..text.display_safe import visible_html
+from ..text.terminal_text import TerminalText
 
 if TYPE_CHECKING:  # the shape only: the view follows what the toolkit's provider holds
     from ..providers.sessions import Session

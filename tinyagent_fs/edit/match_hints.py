@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from difflib import SequenceMatcher
 
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.text import split_lines
+from tinyagent_fs.text.codec import split_lines
 
 EXHAUSTIVE_LINES = 2000
 """Files up to this many lines get every window pre-scored; larger ones use the index."""

@@ -21,12 +21,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .changes import ChangeKind, ChangeSet
-from .durable import FileFlush, sync_directories, write_all
-from .errors import ErrorCode, ToolError
-from .journal_store import drop_cached, keep_old_content, write_new_file
-from .journal_trust import ForgedEntry, ManifestSigner, check_change_id, read_stored
-from .warm_threads import WarmThreads
+from .._runtime.durable import FileFlush, sync_directories, write_all
+from .._runtime.warm_threads import WarmThreads
+from ..changes.changeset import ChangeKind, ChangeSet
+from ..errors import ErrorCode, ToolError
+from .store import drop_cached, keep_old_content, write_new_file
+from .trust import ForgedEntry, ManifestSigner, check_change_id, read_stored
 
 JOURNAL_ENV = "TINYAGENT_FS_JOURNAL_DIR"
 MAX_BYTES_ENV = "TINYAGENT_FS_JOURNAL_MAX_BYTES"

@@ -23,8 +23,8 @@ from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
-from .line_window import line_start, lines_before, lines_from, next_line_start, starts_line
-from .text import count_breaks, split_lines
+from ..text.codec import count_breaks, split_lines
+from ..text.line_window import line_start, lines_before, lines_from, next_line_start, starts_line
 
 Opcode = tuple[str, int, int, int, int]
 DIFF_CONTEXT = 3

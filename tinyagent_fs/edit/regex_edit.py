@@ -20,7 +20,7 @@ import threading
 from multiprocessing.connection import Connection
 from pathlib import Path
 
-from tinyagent_fs import regex_child
+from tinyagent_fs.edit import regex_child
 from tinyagent_fs.errors import ErrorCode, ToolError
 
 SUBPROCESS_STARTUP_ALLOWANCE_S = 1.0

@@ -27,8 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .digest import content_hash, text_hash
-from .durable import write_all
+from .._runtime.digest import content_hash, text_hash
+from .._runtime.durable import write_all
 
 AUDIT_FILE_NAME = "audit.jsonl"
 DIFF_CAP_BYTES = 64 * 1024

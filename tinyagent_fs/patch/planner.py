@@ -16,12 +16,12 @@ import posixpath
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from tinyagent_fs.diff import HunkText, Opcode
+from tinyagent_fs.changes.diff import HunkText, Opcode
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.patch_apply import PatchedText, apply_file_patch, patch_text
-from tinyagent_fs.patch_model import FilePatch, Hunk, HunkLine
-from tinyagent_fs.patch_parse import ParsedPatch, parse_patch
-from tinyagent_fs.text import has_escaped_bytes
+from tinyagent_fs.patch.apply import PatchedText, apply_file_patch, patch_text
+from tinyagent_fs.patch.model import FilePatch, Hunk, HunkLine
+from tinyagent_fs.patch.parse import ParsedPatch, parse_patch
+from tinyagent_fs.text.codec import has_escaped_bytes
 
 __all__ = [
     "FilePatch",

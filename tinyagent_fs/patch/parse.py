@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from itertools import accumulate
 
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.patch_model import CODEX_FORMAT, FilePatch, Hunk, HunkLine, PatchLine, malformed
-from tinyagent_fs.patch_unified import parse_unified
-from tinyagent_fs.text import line_contents, line_count
+from tinyagent_fs.patch.model import CODEX_FORMAT, FilePatch, Hunk, HunkLine, PatchLine, malformed
+from tinyagent_fs.patch.unified import parse_unified
+from tinyagent_fs.text.codec import line_contents, line_count
 
 _HEREDOC = re.compile(r"^\s*\S.*?<<-?\s*(['\"]?)([A-Za-z_][\w.-]*)\1\s*$")
 _FILE_HEADER = re.compile(r"^\*\*\* (Add|Delete|Update) File:(.*)$")

@@ -21,7 +21,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from .errors import ErrorCode, ToolError
+from ..errors import ErrorCode, ToolError
 
 CHANGE_ID_FORMAT = re.compile(r"[0-9a-f]{12}")
 """What ``ChangeSet`` generates (``uuid4().hex[:12]``), and the only names accepted."""

@@ -21,7 +21,7 @@ import os
 import stat
 from pathlib import Path
 
-from .durable import FileFlush, write_all
+from .._runtime.durable import FileFlush, write_all
 
 FICLONE = 0x40049409
 """ioctl(2) that makes one file share another's blocks."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 import charset_normalizer
 
-from tinyagent_fs.digest import note_utf8
+from tinyagent_fs._runtime.digest import note_utf8
 from tinyagent_fs.errors import ErrorCode, ToolError
 
 SNIFF_BYTES = 8192

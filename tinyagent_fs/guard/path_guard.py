@@ -34,15 +34,15 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tinyagent_fs.code_running import GIT_DIR_MARKS
-from tinyagent_fs.config_file import (
+from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.guard.code_running import GIT_DIR_MARKS
+from tinyagent_fs.guard.config_file import (
     MAX_CONFIG_FILE_BYTES,
     UnsafeConfigFile,
     config_lines,
     read_config_file,
 )
-from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.gitignore import CostlyPatterns, PatternList, root_folds_case
+from tinyagent_fs.guard.gitignore import CostlyPatterns, PatternList, root_folds_case
 from tinyagent_fs.policy import IGNORE_FILE_NAME, SandboxPolicy
 
 _SHOWN_PATH_CHARS = 200

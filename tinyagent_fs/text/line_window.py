@@ -8,7 +8,7 @@ speed) and split on its own.
 
 from __future__ import annotations
 
-from .text import split_lines
+from .codec import split_lines
 
 FIRST_WINDOW = 256
 """Characters split first when looking for a few lines; the window grows fourfold."""

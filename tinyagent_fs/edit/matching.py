@@ -15,10 +15,8 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.match_hints import list_lines, no_match_error
-from tinyagent_fs.text import count_breaks, split_lines
-from tinyagent_fs.tolerance import (
+from tinyagent_fs.edit.match_hints import list_lines, no_match_error
+from tinyagent_fs.edit.tolerance import (
     ELLIPSIS,
     TYPOGRAPHY,
     IndentShift,
@@ -27,6 +25,8 @@ from tinyagent_fs.tolerance import (
     leading_whitespace,
     line_content,
 )
+from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.text.codec import count_breaks, split_lines
 
 STAGES = ("exact", "trailing_whitespace", "indentation", "line_endings", "typography")
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from tinyagent_fs.errors import ToolError
-from tinyagent_fs.patch_model import FilePatch, Hunk, malformed
+from tinyagent_fs.patch.model import FilePatch, Hunk, malformed
 
 DEV_NULL = "/dev/null"
 

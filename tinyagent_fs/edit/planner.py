@@ -15,10 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from tinyagent_fs.edit_regex import Replacement, regex_replacements
-from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.match_hints import list_lines, no_match_error
-from tinyagent_fs.matching import (
+from tinyagent_fs.edit.match_hints import list_lines, no_match_error
+from tinyagent_fs.edit.matching import (
     STAGES,
     MatchOutcome,
     adapt_replacement,
@@ -26,6 +24,8 @@ from tinyagent_fs.matching import (
     find_matches,
     line_numbers,
 )
+from tinyagent_fs.edit.regex_edit import Replacement, regex_replacements
+from tinyagent_fs.errors import ErrorCode, ToolError
 
 EDIT_KEYS = frozenset({"old_string", "new_string", "expected_replacements", "replace_all", "regex"})
 

@@ -16,6 +16,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
+from .._runtime.digest import DIRECTORY, content_hash
+from ..text.codec import split_lines
 from .diff import (
     DIFF_CONTEXT,
     HunkText,
@@ -26,8 +28,6 @@ from .diff import (
     text_sides,
     unified_hunks,
 )
-from .digest import DIRECTORY, content_hash
-from .text import split_lines
 
 
 class ChangeKind(str, Enum):

@@ -17,19 +17,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
-from tinyagent_fs.diff import DIFF_CONTEXT, HunkText, Opcode, planned_hunk_text
-from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.match_hints import describe_regions, list_lines, nearest_regions
-from tinyagent_fs.matching import MAX_CANDIDATES, TOLERANCE_NOTES
-from tinyagent_fs.patch_model import FilePatch, Hunk
-from tinyagent_fs.text import line_contents, line_count, split_lines
-from tinyagent_fs.tolerance import (
+from tinyagent_fs.changes.diff import DIFF_CONTEXT, HunkText, Opcode, planned_hunk_text
+from tinyagent_fs.edit.match_hints import describe_regions, list_lines, nearest_regions
+from tinyagent_fs.edit.matching import MAX_CANDIDATES, TOLERANCE_NOTES
+from tinyagent_fs.edit.tolerance import (
     LINE_STAGES,
     IndentShift,
     LineStage,
     indent_shift,
     line_content,
 )
+from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.patch.model import FilePatch, Hunk
+from tinyagent_fs.text.codec import line_contents, line_count, split_lines
 
 _SHOWN_HUNK_LINES = 6
 _RUNS = re.compile(r" +|-+|\++")

@@ -1,0 +1,1 @@
+"""What the toolkit runs on: durable writes, digests, warm threads, GC pauses."""

@@ -1,0 +1,1 @@
+"""The audit log: the event, its writer and its reader."""

@@ -1,0 +1,1 @@
+"""Edit planning: matching with the tolerance ladder, near-miss hints, regex edits."""

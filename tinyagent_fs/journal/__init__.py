@@ -1,0 +1,1 @@
+"""The undo journal: old contents kept outside the project, stored and signed."""

@@ -1,0 +1,1 @@
+"""Patch planning: parsing (Codex envelope, unified, git) and applying hunks."""

@@ -1,0 +1,1 @@
+"""Text: bytes to text and back, lines, what is safe to show, terminal output as text."""
