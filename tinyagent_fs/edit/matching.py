@@ -18,8 +18,10 @@ from dataclasses import dataclass
 from tinyagent_fs.edit.match_hints import list_lines, no_match_error
 from tinyagent_fs.edit.tolerance import (
     ELLIPSIS,
+    TOLERANCES,
     TYPOGRAPHY,
     IndentShift,
+    Tolerance,
     fold_typography,
     indent_shift,
     leading_whitespace,
@@ -28,20 +30,7 @@ from tinyagent_fs.edit.tolerance import (
 from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.text.codec import count_breaks, split_lines
 
-STAGES = ("exact", "trailing_whitespace", "indentation", "line_endings", "typography")
-
-TOLERANCE_IGNORED = {
-    "trailing_whitespace": "trailing whitespace",
-    "indentation": "trailing whitespace and indentation",
-    "line_endings": "whitespace and line endings (CRLF/LF)",
-    "typography": "whitespace, line endings and typographic quotes/dashes",
-}
-"""What each tolerant stage (and so every stage before it) disregards."""
-
-TOLERANCE_NOTES = {
-    "exact": "matched exactly",
-    **{name: f"matched ignoring {ignored}" for name, ignored in TOLERANCE_IGNORED.items()},
-}
+STAGES = tuple(tolerance.name for tolerance in TOLERANCES)
 
 MAX_CANDIDATES = 50
 """Tolerant stages stop collecting here: beyond one the answer is "ambiguous" anyway."""
@@ -80,28 +69,28 @@ def find_matches(text: str, needle: str) -> MatchOutcome:
         return MatchOutcome(spans, "exact", line_numbers(text, [s for s, _ in spans]))
     previous = re.escape(needle)
     possible = _lines_occur(text, needle)
-    for stage in range(1, len(STAGES)):
+    for stage in TOLERANCES[1:]:
         pattern = _stage_pattern(needle, stage)
-        if stage == len(STAGES) - 1:
+        if stage.typography:
             possible = _lines_occur(fold_typography(text), fold_typography(needle))
         if pattern == previous or not possible:
             continue
         previous = pattern
-        if stage < 3 and not _endings_occur(text, needle):
+        if not stage.endings and not _endings_occur(text, needle):
             continue
         found = _tolerant_candidates(text, needle, re.compile(pattern), stage)
         if len(found) == 1:
             start, end, shift = found[0]
-            return MatchOutcome([(start, end)], STAGES[stage], line_numbers(text, [start]), shift)
+            return MatchOutcome([(start, end)], stage.name, line_numbers(text, [start]), shift)
         if found:
             lines = line_numbers(text, [s for s, _, _ in found])
             raise ToolError(
                 ErrorCode.AMBIGUOUS_MATCH,
-                f"old_string has no exact match, and ignoring {TOLERANCE_IGNORED[STAGES[stage]]} "
+                f"old_string has no exact match, and ignoring {stage.ignores} "
                 f"it fits {len(found)}{'+' if len(found) >= MAX_CANDIDATES else ''} places: "
                 f"lines {list_lines(lines)}.",
                 "copy old_string exactly from the file, with enough surrounding lines to be unique",
-                details={"lines": lines, "tolerance": STAGES[stage]},
+                details={"lines": lines, "tolerance": stage.name},
             )
     raise no_match_error(text, needle)
 
@@ -163,9 +152,11 @@ def line_numbers(text: str, positions: Sequence[int], known: tuple[int, int] = (
     return out
 
 
-def _stage_pattern(needle: str, stage: int) -> str:
-    """A regex for the needle with the tolerances of ``stage`` and all before it."""
-    trailing, indentation, endings, typography = (stage >= level for level in (1, 2, 3, 4))
+def _stage_pattern(needle: str, stage: Tolerance) -> str:
+    """A regex for the needle with the tolerances of ``stage`` (each includes those
+    before it)."""
+    trailing, indentation = stage.trailing, stage.indentation
+    endings, typography = stage.endings, stage.typography
     parts: list[str] = []
     for index, line in enumerate(split_lines(needle)):
         body = line_content(line)
@@ -223,7 +214,7 @@ def _endings_occur(text: str, needle: str) -> bool:
 
 
 def _tolerant_candidates(
-    text: str, needle: str, pattern: re.Pattern[str], stage: int
+    text: str, needle: str, pattern: re.Pattern[str], stage: Tolerance
 ) -> list[tuple[int, int, IndentShift | None]]:
     """Overlapping matches of ``pattern``; from the indentation stage on, only those
     whose indentation differs from the needle's by one uniform shift."""
@@ -232,7 +223,7 @@ def _tolerant_candidates(
     found: list[tuple[int, int, IndentShift | None]] = []
     for match in _matches(text, needle_lines[0], pattern, stage):
         shift: IndentShift | None = None
-        if stage >= 2:
+        if stage.indentation:
             file_lines = [line_content(line) for line in split_lines(match.group())]
             if len(file_lines) != len(needle_lines):
                 continue  # tolerant whitespace ran across a line break: not line for line
@@ -246,7 +237,7 @@ def _tolerant_candidates(
 
 
 def _matches(
-    text: str, first: str, pattern: re.Pattern[str], stage: int
+    text: str, first: str, pattern: re.Pattern[str], stage: Tolerance
 ) -> Iterator[re.Match[str]]:
     """Matches in order of their start. A regex scan of megabytes is slow when the
     pattern starts with indentation, so where the needle's first line is distinctive
@@ -264,14 +255,14 @@ def _matches(
             yield match
 
 
-def _likely_starts(text: str, first: str, stage: int) -> list[int] | None:
+def _likely_starts(text: str, first: str, stage: Tolerance) -> list[int] | None:
     """Where a match must start, from the first line's stripped text; None when that
     text is too short or too common to help, or typography folding could move it."""
     key = first.strip()
-    if len(key) < _MIN_KEY or (stage == len(STAGES) - 1 and ELLIPSIS in text):
+    if len(key) < _MIN_KEY or (stage.typography and ELLIPSIS in text):
         return None
-    haystack = fold_typography(text) if stage == len(STAGES) - 1 else text
-    if stage == len(STAGES) - 1:
+    haystack = fold_typography(text) if stage.typography else text
+    if stage.typography:
         key = fold_typography(key)
     lead = len(leading_whitespace(first))
     starts: list[int] = []
@@ -279,7 +270,7 @@ def _likely_starts(text: str, first: str, stage: int) -> list[int] | None:
     while position >= 0:
         if len(starts) == _MAX_KEY_HITS:
             return None
-        if stage < 2:
+        if not stage.indentation:
             starts.append(position - lead)
         elif lead:
             line_start = max(text.rfind("\n", 0, position), text.rfind("\r", 0, position)) + 1

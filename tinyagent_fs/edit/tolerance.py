@@ -2,9 +2,9 @@
 
 Each tolerance forgives one way a model commonly misquotes a file: trailing
 whitespace, indentation (tabs vs spaces, a uniformly shifted block) and
-typographic punctuation. Edits apply them to text spans (``matching``), patch
-hunks to whole lines (``LINE_STAGES``); keeping the definitions here keeps the
-two in agreement about what counts as "the same text".
+typographic punctuation. One ladder (``TOLERANCES``) says which, in what order:
+edits apply it to text spans (``matching``), patch hunks to whole lines
+(``LINE_STAGES``), so the two agree about what counts as "the same text".
 """
 
 from __future__ import annotations
@@ -112,22 +112,65 @@ def leading_whitespace(content: str) -> str:
 
 
 @dataclass(frozen=True)
-class LineStage:
-    """A tolerance for whole-line comparison (patch hunks): how a line is normalised."""
+class Tolerance:
+    """One rung of the tolerance ladder that edits and patches both walk, strictest
+    first; each rung forgives what every rung before it forgives too."""
 
     name: str
+    ignores: str
+    """What it disregards, as a result tells the model ("matched ignoring ...")."""
     normalize: Callable[[str], str]
-    check_indent: bool
+    """A line (without its ending) as this rung compares it."""
+    trailing: bool = False
+    indentation: bool = False
+    endings: bool = False
+    typography: bool = False
+    in_patches: bool = True
+    """Line endings are not part of a line's content, so a patch, which compares whole
+    lines, has no CRLF rung."""
+
+    @property
+    def note(self) -> str:
+        return f"matched ignoring {self.ignores}" if self.ignores else "matched exactly"
 
 
 def _unchanged(line: str) -> str:
     return line
 
 
-LINE_STAGES = (
-    LineStage("exact", _unchanged, False),
-    LineStage("trailing_whitespace", str.rstrip, False),
-    LineStage("indentation", str.strip, True),
-    LineStage("typography", lambda line: fold_typography(line).strip(), True),
+def _folded(line: str) -> str:
+    return fold_typography(line).strip()
+
+
+TOLERANCES = (
+    Tolerance("exact", "", _unchanged),
+    Tolerance("trailing_whitespace", "trailing whitespace", str.rstrip, trailing=True),
+    Tolerance(
+        "indentation",
+        "trailing whitespace and indentation",
+        str.strip,
+        trailing=True,
+        indentation=True,
+    ),
+    Tolerance(
+        "line_endings",
+        "whitespace and line endings (CRLF/LF)",
+        str.strip,
+        trailing=True,
+        indentation=True,
+        endings=True,
+        in_patches=False,
+    ),
+    Tolerance(
+        "typography",
+        "whitespace, line endings and typographic quotes/dashes",
+        _folded,
+        trailing=True,
+        indentation=True,
+        endings=True,
+        typography=True,
+    ),
 )
-"""Line endings are not part of a line's content, so patches need no CRLF stage."""
+"""The one ladder: edit matching walks every rung, patch hunks the ``LINE_STAGES``."""
+BY_NAME = {tolerance.name: tolerance for tolerance in TOLERANCES}
+LINE_STAGES = tuple(tolerance for tolerance in TOLERANCES if tolerance.in_patches)

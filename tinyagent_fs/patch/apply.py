@@ -19,11 +19,12 @@ from itertools import accumulate
 
 from tinyagent_fs.changes.diff import DIFF_CONTEXT, HunkText, Opcode, planned_hunk_text
 from tinyagent_fs.edit.match_hints import describe_regions, list_lines, nearest_regions
-from tinyagent_fs.edit.matching import MAX_CANDIDATES, TOLERANCE_NOTES
+from tinyagent_fs.edit.matching import MAX_CANDIDATES
 from tinyagent_fs.edit.tolerance import (
+    BY_NAME,
     LINE_STAGES,
     IndentShift,
-    LineStage,
+    Tolerance,
     indent_shift,
     line_content,
 )
@@ -126,7 +127,7 @@ class _LineSearch:
             for line, wanted in zip(self.lines[start:end], needle, strict=True)
         )
 
-    def positions(self, needle: list[str], stage: LineStage, start: int) -> list[int]:
+    def positions(self, needle: list[str], stage: Tolerance, start: int) -> list[int]:
         """0-based starts (>= ``start``, overlapping allowed) where ``needle`` fits."""
         if not needle or start + len(needle) > len(self.lines):
             return []
@@ -143,7 +144,7 @@ class _LineSearch:
             position = haystack.find(key, position + 1)
         return found
 
-    def _normalized(self, stage: LineStage) -> tuple[str, list[int]]:
+    def _normalized(self, stage: Tolerance) -> tuple[str, list[int]]:
         """The normalised lines joined, and for each line the length of all before it."""
         if stage.name not in self._joined:
             exact = stage is LINE_STAGES[0]
@@ -164,7 +165,7 @@ def _update(fp: FilePatch, text: str, newline: str) -> PatchedText:
         if hunk.old_start is not None:
             drift = start - (hunk.old_start - 1)
         if stage != "exact":
-            notes.append(f"{fp.path}: {_hunk_name(hunk, number)} {TOLERANCE_NOTES[stage]}")
+            notes.append(f"{fp.path}: {_hunk_name(hunk, number)} {BY_NAME[stage].note}")
         placed.append((start, hunk, shift))
         cursor = start + len(hunk.old_lines)
     alignment = _Alignment()
@@ -211,7 +212,7 @@ def _locate(
             if hunk.end_of_file and start + len(old) != size:
                 continue
             shift = None
-            if stage.check_indent:
+            if stage.indentation:
                 shift = indent_shift(old, search.contents[start : start + len(old)])
                 if shift is None:
                     continue
@@ -462,7 +463,7 @@ def _hunk_name(hunk: Hunk, number: int) -> str:
 
 def _ambiguous(fp: FilePatch, hunk: Hunk, number: int, starts: list[int], stage: str) -> ToolError:
     lines = [start + 1 for start in starts]
-    how = "exactly" if stage == "exact" else TOLERANCE_NOTES[stage].replace("matched ", "")
+    how = "exactly" if stage == "exact" else BY_NAME[stage].note.replace("matched ", "")
     more = "+" if len(starts) >= MAX_CANDIDATES else ""
     return ToolError(
         ErrorCode.AMBIGUOUS_MATCH,
