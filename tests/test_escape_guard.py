@@ -6,7 +6,6 @@ Each test performs the attack through the toolkit and fails if the hole reopens.
 from __future__ import annotations
 
 import asyncio
-import html
 import io
 import json
 import os
@@ -29,8 +28,6 @@ from tinyagent_fs.ops.ripgrep import find_ripgrep
 from tinyagent_fs.ops.search import grep
 from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS
 from tinyagent_fs.tools.registry import tool_table
-from tinyagent_fs.ui.approval_card import _arguments_html
-from tinyagent_fs.ui.call_text import summarise
 
 SECRET = "SECRET=1"
 
@@ -320,11 +317,11 @@ async def test_undo_guards_every_manifest_path_again(
 HIDDEN = "touch X #\x1b[2K\r  command: ls -la" + "; rm -rf data" * 10
 
 
-def _command_call() -> ToolCall:
+def command_call() -> ToolCall:
     return tool_table()["run_command"].review_call({"command": HIDDEN})
 
 
-def _shows_everything(shown: str) -> None:
+def shows_everything(shown: str) -> None:
     assert "\x1b" not in shown and "\r" not in shown
     assert "touch X #⟨U+001B⟩[2K⟨U+000D⟩  command: ls -la" in shown
     assert shown.count("rm -rf data") == 10  # the whole command, not a preview
@@ -332,18 +329,8 @@ def _shows_everything(shown: str) -> None:
 
 def test_terminal_preview_neutralises_escape_sequences() -> None:
     out = io.StringIO()
-    TerminalHook(io.StringIO("n\n"), out, color=False).before_tool_execution(_command_call())
-    _shows_everything(out.getvalue())
-
-
-def test_call_summary_neutralises_escape_sequences() -> None:
-    _shows_everything(summarise(_command_call()))
-
-
-def test_approval_card_neutralises_escape_sequences() -> None:
-    shown = _arguments_html(_command_call())
-    assert 'class="taf-hidden-char"' in shown
-    _shows_everything(html.unescape(re.sub(r"<[^>]+>", "", shown)))
+    TerminalHook(io.StringIO("n\n"), out, color=False).before_tool_execution(command_call())
+    shows_everything(out.getvalue())
 
 
 def test_terminal_diff_of_a_file_with_escape_sequences_is_shown_escaped(tmp_path: Path) -> None:

@@ -44,3 +44,20 @@ def test_the_package_face_loads_its_names_on_first_use() -> None:
 
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
         _ = tinyagent_fs.nothing  # type: ignore[attr-defined]
+
+
+def test_the_guards_security_tests_need_no_widget_library() -> None:
+    """They run where Jupyter is not installed (``pip install tinyagent-fs`` alone)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, tests.test_escape_guard\n"
+            "widgets = ('ipywidgets', 'anywidget', 'traitlets')\n"
+            "print(sorted(m for m in widgets if m in sys.modules))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "[]", done.stdout
