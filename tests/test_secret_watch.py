@@ -100,22 +100,39 @@ async def test_the_session_is_ended_within_moments_of_the_secret(
     assert result.data["ended"] == "secrets_changed"
 
 
-async def test_a_folder_that_arrives_with_a_secret_in_it_trips_the_watch(
+RENAME_AT_ONCE = r"""
+import os, time
+print("READY", flush=True)
+while True:
+    try:
+        names = os.listdir("incoming/keys")
+    except OSError:
+        continue
+    for name in names:
+        if name.endswith(".pem"):
+            os.rename("incoming/keys/" + name, "incoming/keys/notes.txt")
+            print("GOT:", open("incoming/keys/notes.txt").read().strip(), flush=True)
+            time.sleep(30)
+"""
+
+
+async def test_a_key_in_a_folder_moved_in_renamed_at_once_never_reaches_the_model(
     fs: FileTools, project: Path, tmp_path: Path
 ) -> None:
-    session = await fs.exec_command(
-        "while [ ! -d incoming/keys ]; do sleep 0.01; done; sleep 0.2; cat incoming/keys/*; "
-        "sleep 30",
-        yield_time_ms=100,
-    )
+    (project / "rename.py").write_text(RENAME_AT_ONCE)
+    session = await fs.exec_command("python3 rename.py", yield_time_ms=500)
+    assert "READY" in session.text, session.text
     outside = tmp_path / "incoming"
     (outside / "keys").mkdir(parents=True)
     (outside / "keys" / "id.pem").write_text(SECRET + "\n")
-    outside.rename(project / "incoming")  # the person moves a folder in
+    outside.rename(project / "incoming")  # the person; the session renames the key at once
     await asyncio.sleep(1)
     result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
-    assert result.data["ended"] == "secrets_changed", result.text
     assert SECRET not in result.text
+    assert result.data["ended"] == "secrets_changed", result.text
+    read = await fs.read_file("incoming/keys/notes.txt")
+    assert SECRET not in read.text
+    assert readable_copies(project) == []
 
 
 async def test_work_in_the_project_ends_nothing(fs: FileTools, project: Path) -> None:
@@ -226,5 +243,16 @@ def test_the_toolkits_own_quarantine_does_not_trip_the_watch(project: Path) -> N
         (project / ".env.production").write_text(SECRET)
         trip = watch.check()
         assert trip is not None and trip.cause == "secret_added", trip
+    finally:
+        watch.stop()
+
+
+def test_a_denied_name_renamed_away_trips_the_watch(project: Path) -> None:
+    """A secret renamed before the watch saw it arrive still leaves its old name behind."""
+    watch = secret_watch.SecretWatch([str(project)], DENIED, lambda trip: None)
+    try:
+        (project / ".env").rename(project / "notes.txt")
+        trip = watch.check()
+        assert trip is not None and trip.cause == "secret_moved", trip
     finally:
         watch.stop()

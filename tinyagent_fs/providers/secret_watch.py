@@ -43,6 +43,7 @@ FOLDER_EVENTS = IN_CREATE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE | IN_ONLYDIR
 ROOT_EVENTS = FOLDER_EVENTS | IN_MODIFY | IN_CLOSE_WRITE
 """A root also reports writes, for its ``.tinyagentignore``."""
 ARRIVALS = IN_CREATE | IN_MOVED_TO
+DEPARTURES = IN_MOVED_FROM | IN_DELETE
 EVENT_HEAD = struct.Struct("iIII")
 POLL_S = 0.1
 """How often the watch notes that it is clean while nothing happens: what it
@@ -175,21 +176,29 @@ class SecretWatch:
         root, relative_dir = folder
         relative = f"{relative_dir}/{name}" if relative_dir else name
         path = os.path.join(root, relative)
+        is_dir = bool(mask & IN_ISDIR)
         if not relative_dir and name == IGNORE_FILE_NAME:
             self._trip("denials_changed", path)
+        elif QUARANTINE_SUFFIX in name and not is_dir:
+            return  # the toolkit's own quarantine of what a session or command left
         elif mask & ARRIVALS:
-            is_dir = bool(mask & IN_ISDIR)
-            if QUARANTINE_SUFFIX in name and not is_dir:
-                return  # the toolkit's own quarantine of what a session or command left
             moved = bool(mask & IN_MOVED_TO) and cookie in self._moved_out
             self._moved_out.discard(cookie)
             if self._rules[root].denies_path_or_parent(relative, is_dir) and not moved:
                 self._trip("secret_added", path)
+            elif is_dir and mask & IN_MOVED_TO and not moved:
+                # from outside the watched folders, with whatever it holds: a secret in it
+                # could be renamed by a session before the watch has looked inside
+                self._trip("folder_arrived", path)
             elif is_dir:
                 problem = self._watch_tree(root, relative, arrived=not moved)
                 if problem is not None:
                     self._trip("cannot_watch", problem.path)
-        elif mask & IN_MOVED_FROM and mask & IN_ISDIR:
+        elif mask & DEPARTURES and self._rules[root].denies_path_or_parent(relative, is_dir):
+            # a denied name renamed or removed: a secret was there (a masked one cannot
+            # be moved from inside the sandbox), perhaps one the watch had not yet seen
+            self._trip("secret_moved", path)
+        elif mask & IN_MOVED_FROM and is_dir:
             self._moved_out.add(cookie)
 
     def _watch_tree(self, root: str, start: str, *, arrived: bool = False) -> WatchFailed | None:
