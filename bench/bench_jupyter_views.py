@@ -36,9 +36,9 @@ import nbformat
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from tests.browser.test_browser_audit_sidebar import PANEL, ROW  # noqa: E402
 from tests.browser_support import CHROMIUM, CHROMIUM_ARGS  # noqa: E402
 from tests.jupyter_process import start_jupyter  # noqa: E402
-from tests.test_browser_audit_sidebar import PANEL, ROW  # noqa: E402
 from tinyagent_fs.audit.log import AUDIT_FILE_NAME, AuditEvent  # noqa: E402
 
 NOTEBOOK = "card.ipynb"

@@ -11,9 +11,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from tests.browser.test_browser_audit_sidebar import ARTIFACTS, show_audit_panel
 from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, require_browser
 from tests.jupyter_process import JupyterProcess, start_jupyter
-from tests.test_browser_audit_sidebar import ARTIFACTS, show_audit_panel
 
 REPO = Path(__file__).resolve().parent.parent
 SECTION = "#tinyagent-fs-audit .jp-TinyAgentFS-pending"

@@ -60,7 +60,7 @@ _SYNTAX_COLOURS: dict[str, tuple[str, str]] = {
 JupyterLab's editor colours, darkened or lightened until each reads at 4.8:1 or
 more on every background a diff line has (plain, added, removed, file row): the
 theme's own ones fall to 3.2:1 on the added and removed lines.
-tests/test_browser_contrast.py measures them in the browser."""
+tests/browser/test_browser_contrast.py measures them in the browser."""
 DARK = 'body[data-jp-theme-light="false"]'
 
 DIFF_CSS = (

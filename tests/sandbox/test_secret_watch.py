@@ -1,0 +1,258 @@
+"""A secret the person adds while a session runs: the session may see it, so it is
+ended at once, its output withheld and what it changed meanwhile quarantined, even
+when it copies the secret and renames it away before the model's next call."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from tinyagent_fs import FileTools, SandboxPolicy
+from tinyagent_fs.hooks import AutoApprovePolicy
+from tinyagent_fs.providers import secret_watch
+from tinyagent_fs.providers.linux import LinuxSandboxProvider
+
+from ..sandbox_support import is_running, namespace_pids, require_sandbox
+
+pytestmark = require_sandbox()
+SECRET = "PERSON_SECRET_42"
+DENIED = SandboxPolicy().denied_patterns
+COPY_AND_HIDE = (
+    "while [ ! -s b/.env ]; do sleep 0.01; done; cp b/.env b/copy.txt; "
+    "mkdir -p deep/er; cat b/.env > deep/er/notes.md; chmod 000 deep/er deep; "
+    "mv b/.env b/renamed.txt; cat b/renamed.txt; sleep 30"
+)
+
+
+@pytest.fixture
+async def fs(project: Path) -> AsyncIterator[FileTools]:
+    (project / "b").mkdir()
+    provider = LinuxSandboxProvider(project, SandboxPolicy())
+    tools = FileTools(project, provider=provider, hooks=[AutoApprovePolicy()], audit=False)
+    yield tools
+    await tools.close()
+
+
+async def person_adds_the_secret(project: Path, settle_s: float = 1.0) -> None:
+    (project / "b" / ".env").write_text(SECRET + "\n")
+    await asyncio.sleep(settle_s)
+
+
+def readable_copies(project: Path) -> list[Path]:
+    """Files the model could name and read that hold the secret."""
+    found = []
+    for path in project.rglob("*"):
+        named = ".quarantined" not in path.name and path.name != ".env"
+        if named and path.is_file() and SECRET in path.read_text(errors="replace"):
+            found.append(path)
+    return found
+
+
+@pytest.fixture
+def slow_watch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The watch's thread never gets to run (a loaded machine): the session copies the
+    secret and renames it away, and only the toolkit's next call finds the trip."""
+    monkeypatch.setattr(secret_watch.SecretWatch, "_run", lambda self: None)
+
+
+@pytest.mark.usefixtures("slow_watch")
+@pytest.mark.parametrize("next_call", ["write_stdin", "read_file", "run_command"])
+async def test_a_secret_copied_and_renamed_away_by_a_session_never_reaches_the_model(
+    fs: FileTools, project: Path, next_call: str
+) -> None:
+    session = await fs.exec_command(COPY_AND_HIDE, yield_time_ms=100)
+    await person_adds_the_secret(project)
+    assert (project / "b" / "copy.txt").read_text() == SECRET + "\n", "the attack ran"
+    if next_call == "write_stdin":
+        result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=100)
+        assert result.data["ended"] == "secrets_changed", result.text
+        quarantined = result.data["secret_copies_quarantined"]
+        moved = {Path(entry["path"]).relative_to(project).as_posix() for entry in quarantined}
+        assert {"b/copy.txt", "b/renamed.txt", "deep/er/notes.md"} <= moved, quarantined
+    elif next_call == "read_file":
+        result = await fs.read_file("b/copy.txt")
+    else:
+        result = await fs.run_command("cat b/copy.txt b/renamed.txt deep/er/notes.md")
+    assert SECRET not in result.text
+    assert readable_copies(project) == []
+    again = await fs.run_command("grep -r PERSON_SECRET . ; echo searched")
+    assert again.ok and SECRET not in again.text and "searched" in again.text, again.text
+
+
+async def test_the_session_is_ended_within_moments_of_the_secret(
+    fs: FileTools, project: Path
+) -> None:
+    session = await fs.exec_command("sleep 600", yield_time_ms=100)
+    provider = fs.provider
+    assert isinstance(provider, LinuxSandboxProvider)
+    alive = namespace_pids(provider)
+    assert len(alive) >= 2, "the worker and the session's sleep"
+    (project / "b" / ".env").write_text(SECRET + "\n")  # the person; no call follows
+    deadline = time.monotonic() + 2
+    while any(is_running(pid) for pid in alive):
+        assert time.monotonic() < deadline, "the session outlived the secret's arrival"
+        await asyncio.sleep(0.01)
+    result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
+    assert result.data["ended"] == "secrets_changed"
+
+
+RENAME_AT_ONCE = r"""
+import os, time
+print("READY", flush=True)
+while True:
+    try:
+        names = os.listdir("incoming/keys")
+    except OSError:
+        continue
+    for name in names:
+        if name.endswith(".pem"):
+            os.rename("incoming/keys/" + name, "incoming/keys/notes.txt")
+            print("GOT:", open("incoming/keys/notes.txt").read().strip(), flush=True)
+            time.sleep(30)
+"""
+
+
+async def test_a_key_in_a_folder_moved_in_renamed_at_once_never_reaches_the_model(
+    fs: FileTools, project: Path, tmp_path: Path
+) -> None:
+    (project / "rename.py").write_text(RENAME_AT_ONCE)
+    session = await fs.exec_command("python3 rename.py", yield_time_ms=500)
+    assert "READY" in session.text, session.text
+    outside = tmp_path / "incoming"
+    (outside / "keys").mkdir(parents=True)
+    (outside / "keys" / "id.pem").write_text(SECRET + "\n")
+    outside.rename(project / "incoming")  # the person; the session renames the key at once
+    await asyncio.sleep(1)
+    result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
+    assert SECRET not in result.text
+    assert result.data["ended"] == "secrets_changed", result.text
+    read = await fs.read_file("incoming/keys/notes.txt")
+    assert SECRET not in read.text
+    assert readable_copies(project) == []
+
+
+async def test_work_in_the_project_ends_nothing(fs: FileTools, project: Path) -> None:
+    (project / "b" / ".env").write_text(SECRET + "\n")  # before: masked from the start
+    session = await fs.exec_command("cat", yield_time_ms=100)
+    (project / "docs").rename(project / "manual")  # the person tidies up
+    (project / "manual" / "more.txt").write_text("plain\n")
+    ran = await fs.run_command("mkdir -p build/out && echo x > build/out/a.o && ls manual")
+    assert ran.ok and "more.txt" in ran.text, ran.text
+    result = await fs.write_stdin(session.data["session_id"], "hello\n", yield_time_ms=300)
+    assert result.data["running"], result.text
+    assert "hello" in result.text
+
+
+def test_a_folder_renamed_with_its_masked_secret_does_not_trip(project: Path) -> None:
+    (project / "b" / "inner").mkdir(parents=True)
+    (project / "b" / "inner" / ".env").write_text(SECRET)
+    watch = secret_watch.SecretWatch([str(project)], DENIED, lambda trip: None)
+    try:
+        (project / "b").rename(project / "c")
+        (project / "c" / "inner" / "x.txt").write_text("")
+        assert watch.check() is None
+        (project / "c" / "inner" / ".env.local").write_text(SECRET)
+        trip = watch.check()
+        assert trip is not None and trip.path.endswith("c/inner/.env.local"), trip
+    finally:
+        watch.stop()
+
+
+async def test_a_new_denial_line_ends_the_sessions(fs: FileTools, project: Path) -> None:
+    (project / "b" / "token.txt").write_text(SECRET + "\n")
+    session = await fs.exec_command("cat", yield_time_ms=100)
+    (project / ".tinyagentignore").write_text("token.txt\n")
+    await asyncio.sleep(0.5)
+    result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
+    assert result.data["ended"] == "secrets_changed", result.text
+
+
+def test_lost_events_trip_the_watch(project: Path) -> None:
+    tripped: list[secret_watch.Trip] = []
+    watch = secret_watch.SecretWatch([str(project)], DENIED, tripped.append)
+    try:
+        overflow = secret_watch.EVENT_HEAD.pack(-1, secret_watch.IN_Q_OVERFLOW, 0, 0)
+        watch._judge(overflow)
+        assert watch.tripped is not None and watch.tripped.cause == "events_lost"
+    finally:
+        watch.stop()
+
+
+async def test_a_folder_that_cannot_be_watched_refuses_the_session(
+    fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (project / "b" / "inner").mkdir()
+
+    def no_room(inotify_fd: int, path: str, events: int) -> int:
+        raise OSError(28, "No space left on device", path)
+
+    monkeypatch.setattr(secret_watch, "_add_watch", no_room)
+    result = await fs.exec_command("echo started", yield_time_ms=100)
+    assert not result.ok
+    assert result.data["cause"] == "watch_failed", result.text
+    ran = await fs.run_command("echo started")
+    assert ran.ok and "started" in ran.text, "commands do not need the watch"
+
+
+@pytest.mark.usefixtures("slow_watch")
+async def test_copies_that_cannot_be_quarantined_keep_the_sandbox_shut(
+    fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tinyagent_fs.sandbox import code_files
+
+    def cannot(keys: list[tuple[str, str]]) -> list[dict[str, str]]:
+        return [{"path": f"{root}/{rel}", "error": "Operation not permitted"} for root, rel in keys]
+
+    monkeypatch.setattr(code_files, "quarantine", cannot)
+    session = await fs.exec_command(COPY_AND_HIDE, yield_time_ms=100)
+    await person_adds_the_secret(project)
+    result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
+    assert result.data["ended"] == "secrets_changed", result.text
+    assert any(p.endswith("b/copy.txt") for p in result.data["secret_copies_left"])
+    refused = await fs.read_file("b/copy.txt")
+    assert not refused.ok and SECRET not in refused.text
+    assert refused.data["cause"] == "secret_copies_left", refused.text
+    (project / "b" / "copy.txt").unlink()
+    (project / "b" / "renamed.txt").unlink()
+    (project / "deep" / "er").chmod(0o700)
+    (project / "deep" / "er" / "notes.md").unlink()
+    assert (await fs.read_file("docs/guide.md")).ok
+
+
+@pytest.mark.usefixtures("slow_watch")
+async def test_reads_in_flight_together_never_return_a_copy(fs: FileTools, project: Path) -> None:
+    await fs.exec_command(COPY_AND_HIDE, yield_time_ms=100)
+    await fs.read_file("docs/guide.md")
+    await person_adds_the_secret(project)
+    reads = await asyncio.gather(
+        *(fs.read_file(name) for name in ["docs/guide.md"] * 3 + ["b/copy.txt"] * 3)
+    )
+    assert not any(SECRET in read.text for read in reads), [read.text for read in reads]
+
+
+def test_the_toolkits_own_quarantine_does_not_trip_the_watch(project: Path) -> None:
+    (project / ".bashrc").write_text("echo planted\n")
+    watch = secret_watch.SecretWatch([str(project)], DENIED, lambda trip: None)
+    try:
+        (project / ".bashrc").rename(project / ".bashrc.quarantined")
+        assert watch.check() is None
+        (project / ".env.production").write_text(SECRET)
+        trip = watch.check()
+        assert trip is not None and trip.cause == "secret_added", trip
+    finally:
+        watch.stop()
+
+
+def test_a_denied_name_renamed_away_trips_the_watch(project: Path) -> None:
+    """A secret renamed before the watch saw it arrive still leaves its old name behind."""
+    watch = secret_watch.SecretWatch([str(project)], DENIED, lambda trip: None)
+    try:
+        (project / ".env").rename(project / "notes.txt")
+        trip = watch.check()
+        assert trip is not None and trip.cause == "secret_moved", trip
+    finally:
+        watch.stop()
