@@ -26,10 +26,17 @@ DEFAULT_DENIED_PATTERNS: tuple[str, ...] = (
     ".aws/",
     ".ssh/",
     "*.quarantined*",
+    ".tinyagent-quarantine/",
+    "*___jb_tmp___",
+    "*___jb_old___",
 )
 """Secrets: neither read nor written (gitignore syntax). What the toolkit renames aside
 after a command (``NAME.quarantined``) is among them: the command may have moved a
-masked secret where the rename finds it, and the new name must not unmask it."""
+masked secret where the rename finds it, and the new name must not unmask it. So is
+what it moves away after a secret appeared while sessions ran
+(``.tinyagent-quarantine/``): those entries may hold the secret, their names too.
+JetBrains editors save through ``NAME___jb_tmp___``: a secret sits there before it
+has its denied name."""
 
 DEFAULT_WRITE_DENIED_PATTERNS: tuple[str, ...] = root_write_denials()
 """Readable, never written by a file tool (gitignore syntax): ``.git`` (a folder or a

@@ -5,6 +5,8 @@ when it copies the secret and renames it away before the model's next call."""
 from __future__ import annotations
 
 import asyncio
+import json
+import shutil
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -13,7 +15,7 @@ import pytest
 
 from tinyagent_fs import FileTools, SandboxPolicy
 from tinyagent_fs.hooks import AutoApprovePolicy
-from tinyagent_fs.providers import secret_watch
+from tinyagent_fs.providers import secret_quarantine, secret_watch
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
 
 from ..sandbox_support import is_running, namespace_pids, require_sandbox
@@ -43,13 +45,38 @@ async def person_adds_the_secret(project: Path, settle_s: float = 1.0) -> None:
 
 
 def readable_copies(project: Path) -> list[Path]:
-    """Files the model could name and read that hold the secret."""
+    """Entries the model could name (or read) that hold the secret, in content or name."""
     found = []
     for path in project.rglob("*"):
-        named = ".quarantined" not in path.name and path.name != ".env"
-        if named and path.is_file() and SECRET in path.read_text(errors="replace"):
+        relative = path.relative_to(project).as_posix()
+        if relative.startswith(".tinyagent-quarantine/") or path.name == ".env":
+            continue
+        if SECRET in relative or (path.is_file() and SECRET in path.read_text(errors="replace")):
             found.append(path)
     return found
+
+
+def quarantine_manifests(project: Path) -> dict[str, str]:
+    """What the toolkit moved away, as the person finds it: number -> original path."""
+    moved: dict[str, str] = {}
+    for manifest in (project / ".tinyagent-quarantine").glob("*/manifest.json"):
+        moved.update(json.loads(manifest.read_text())["moved"])
+    return moved
+
+
+async def model_sees_no_secret(fs: FileTools) -> None:
+    """Every way the model looks finds neither the secret nor a name made of it."""
+    looked = await fs.run_command(
+        "grep -r PERSON_SECRET . ; ls -laR . ; cat .tinyagent-quarantine/*/* ; "
+        'python3 -c "import os; print([[os.getxattr(d, a) for a in os.listxattr(d)] '
+        "for d, _, _ in os.walk('.')])\"; "
+        "echo searched"
+    )
+    assert looked.ok and "searched" in looked.text, looked.text
+    assert SECRET not in looked.text
+    listed = await fs.list_directory(".", depth=5)
+    found = await fs.glob("**/*")
+    assert SECRET not in listed.text and SECRET not in found.text
 
 
 @pytest.fixture
@@ -70,17 +97,40 @@ async def test_a_secret_copied_and_renamed_away_by_a_session_never_reaches_the_m
     if next_call == "write_stdin":
         result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=100)
         assert result.data["ended"] == "secrets_changed", result.text
-        quarantined = result.data["secret_copies_quarantined"]
-        moved = {Path(entry["path"]).relative_to(project).as_posix() for entry in quarantined}
-        assert {"b/copy.txt", "b/renamed.txt", "deep/er/notes.md"} <= moved, quarantined
+        assert result.data["secret_copies_quarantined"] >= 3, result.data
+        moved = set(quarantine_manifests(project).values())
+        assert {"b/copy.txt", "b/renamed.txt", "deep"} <= moved, moved
     elif next_call == "read_file":
         result = await fs.read_file("b/copy.txt")
     else:
         result = await fs.run_command("cat b/copy.txt b/renamed.txt deep/er/notes.md")
     assert SECRET not in result.text
     assert readable_copies(project) == []
-    again = await fs.run_command("grep -r PERSON_SECRET . ; echo searched")
-    assert again.ok and SECRET not in again.text and "searched" in again.text, again.text
+    await model_sees_no_secret(fs)
+
+
+NAMES_AND_ATTRIBUTES = (
+    "python3 -c \"\nimport os, time\nwhile not os.path.exists('b/.env') or not "
+    "open('b/.env').read().strip(): time.sleep(0.01)\nsecret = open('b/.env').read().strip()\n"
+    "os.mkdir('b/d_' + secret)\nopen('b/f_' + secret, 'w').close()\n"
+    "os.symlink('x', 'b/l_' + secret)\nos.setxattr('docs', 'user.s', secret.encode())\n"
+    "os.setxattr('.', 'user.s', secret.encode())\ntime.sleep(30)\n\""
+)
+
+
+@pytest.mark.usefixtures("slow_watch")
+async def test_names_and_attributes_a_session_made_of_the_secret_never_reach_the_model(
+    fs: FileTools, project: Path
+) -> None:
+    session = await fs.exec_command(NAMES_AND_ATTRIBUTES, yield_time_ms=100)
+    await person_adds_the_secret(project)
+    assert (project / "b" / f"d_{SECRET}").is_dir(), "the attack ran"
+    result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
+    assert result.data["ended"] == "secrets_changed", result.text
+    assert SECRET not in json.dumps(result.data) and SECRET not in result.text
+    assert (project / "docs" / "guide.md").exists(), "a folder that only changed stays"
+    assert readable_copies(project) == []
+    await model_sees_no_secret(fs)
 
 
 async def test_the_session_is_ended_within_moments_of_the_secret(
@@ -202,24 +252,26 @@ async def test_a_folder_that_cannot_be_watched_refuses_the_session(
 async def test_copies_that_cannot_be_quarantined_keep_the_sandbox_shut(
     fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from tinyagent_fs.sandbox import code_files
+    def cannot(root_fd: int, relative: str, holder: int, number: str) -> None:
+        raise PermissionError(1, "Operation not permitted", relative)
 
-    def cannot(keys: list[tuple[str, str]]) -> list[dict[str, str]]:
-        return [{"path": f"{root}/{rel}", "error": "Operation not permitted"} for root, rel in keys]
-
-    monkeypatch.setattr(code_files, "quarantine", cannot)
+    monkeypatch.setattr(secret_quarantine, "_move_one", cannot)
     session = await fs.exec_command(COPY_AND_HIDE, yield_time_ms=100)
     await person_adds_the_secret(project)
     result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
     assert result.data["ended"] == "secrets_changed", result.text
-    assert any(p.endswith("b/copy.txt") for p in result.data["secret_copies_left"])
+    assert result.data["secret_copies_left"] >= 3, result.data
+    left = [
+        json.loads(manifest.read_text())["left"]
+        for manifest in (project / ".tinyagent-quarantine").glob("*/manifest.json")
+    ]
+    assert any(path.endswith("b/copy.txt") for paths in left for path in paths), left
     refused = await fs.read_file("b/copy.txt")
     assert not refused.ok and SECRET not in refused.text
     assert refused.data["cause"] == "secret_copies_left", refused.text
-    (project / "b" / "copy.txt").unlink()
+    (project / "b" / "copy.txt").unlink()  # the person looks and removes them
     (project / "b" / "renamed.txt").unlink()
-    (project / "deep" / "er").chmod(0o700)
-    (project / "deep" / "er" / "notes.md").unlink()
+    shutil.rmtree(project / "deep")
     assert (await fs.read_file("docs/guide.md")).ok
 
 
@@ -254,5 +306,19 @@ def test_a_denied_name_renamed_away_trips_the_watch(project: Path) -> None:
         (project / ".env").rename(project / "notes.txt")
         trip = watch.check()
         assert trip is not None and trip.cause == "secret_moved", trip
+    finally:
+        watch.stop()
+
+
+def test_an_editors_temporary_save_of_a_secret_trips_the_watch(project: Path) -> None:
+    """JetBrains saves ``key.pem`` through ``key.pem___jb_tmp___``: the secret is there,
+    under that name, before it has its own."""
+    watch = secret_watch.SecretWatch([str(project)], DENIED, lambda trip: None)
+    try:
+        (project / "b").mkdir(exist_ok=True)
+        assert watch.check() is None
+        (project / "b" / "key.pem___jb_tmp___").write_text(SECRET)
+        trip = watch.check()
+        assert trip is not None and trip.cause == "secret_added", trip
     finally:
         watch.stop()

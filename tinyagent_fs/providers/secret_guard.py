@@ -18,8 +18,7 @@ from functools import partial
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
-from ..sandbox import code_files
-from . import secret_watch
+from . import secret_quarantine, secret_watch
 from .sessions import SessionTable
 from .worker_slot import WorkerSlot
 
@@ -95,16 +94,15 @@ class SecretGuard:
         every file changed since the watch was last clean is quarantined, as a session
         may have copied the secret there. What was done, for the results."""
         self._slot.clear_tmpdir()
-        found, unsearchable = secret_watch.changed_since(
+        done = secret_quarantine.quarantine_since(
             self._protect, self.policy.denied_patterns, trip.since_ns
         )
-        outcomes = code_files.quarantine(found)
-        stuck = [entry["path"] for entry in outcomes if "error" in entry] + unsearchable
-        self._copies_left = stuck
+        self._copies_left = done.left
         note = {
-            "secret_appeared": {"cause": trip.cause, "path": trip.path},
-            "secret_copies_quarantined": outcomes,
-            "secret_copies_left": stuck,
+            "secret_appeared": trip.cause,
+            "secret_copies_quarantined": done.moved,
+            "secret_copies_left": len(done.left),
+            "quarantine_manifests": done.manifests,
         }
         for session in self.sessions.with_masks():
             with session.lock:

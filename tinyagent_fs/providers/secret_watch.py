@@ -17,7 +17,6 @@ import ctypes
 import errno
 import os
 import select
-import stat
 import struct
 import threading
 import time
@@ -244,61 +243,6 @@ class SecretWatch:
     def _trip(self, cause: str, path: str) -> None:
         if self.tripped is None:
             self.tripped = Trip(cause, path, self._clean_ns)
-
-
-def changed_since(
-    roots: list[str], denied_patterns: tuple[str, ...], since_ns: int
-) -> tuple[list[tuple[str, str]], list[str]]:
-    """Entries (not folders) below ``roots`` changed, created, linked or renamed at or
-    after ``since_ns`` (a change time cannot be set back), denied ones left out: they
-    are masked and refused anyway. Also the folders that could not be searched, even
-    after making them searchable (a session may have made them 000)."""
-    found: list[tuple[str, str]] = []
-    unsearchable: list[str] = []
-    for root in roots:
-        rules = load_ignore_rules(root, denied_patterns)
-        root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-        try:
-            pending = [""]
-            while pending:
-                relative_dir = pending.pop()
-                try:
-                    entries = _entries(root_fd, relative_dir)
-                except FileNotFoundError:
-                    continue
-                except OSError:
-                    unsearchable.append(os.path.join(root, relative_dir))
-                    continue
-                for name, info in entries:
-                    relative = f"{relative_dir}/{name}" if relative_dir else name
-                    is_dir = stat.S_ISDIR(info.st_mode)
-                    if rules.is_denied(relative, is_dir):
-                        continue
-                    if is_dir:
-                        pending.append(relative)
-                    elif info.st_ctime_ns >= since_ns:
-                        found.append((root, relative))
-        finally:
-            os.close(root_fd)
-    return found, unsearchable
-
-
-def _entries(root_fd: int, relative_dir: str) -> list[tuple[str, os.stat_result]]:
-    try:
-        fd = kc.open_beneath(root_fd, relative_dir or ".", os.O_RDONLY | os.O_DIRECTORY)
-    except PermissionError:
-        path_fd = kc.open_beneath(root_fd, relative_dir or ".", os.O_PATH | os.O_DIRECTORY)
-        try:
-            mode = stat.S_IMODE(os.fstat(path_fd).st_mode)
-            os.chmod(f"/proc/self/fd/{path_fd}", mode | stat.S_IRWXU)
-        finally:
-            os.close(path_fd)
-        fd = kc.open_beneath(root_fd, relative_dir or ".", os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        with os.scandir(fd) as found:
-            return [(entry.name, entry.stat(follow_symlinks=False)) for entry in found]
-    finally:
-        os.close(fd)
 
 
 def _add_watch(inotify_fd: int, path: str, events: int) -> int:

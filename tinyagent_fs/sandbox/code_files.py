@@ -293,7 +293,7 @@ def _move_aside(root: str, relative: str) -> dict[str, str]:
             try:
                 os.rename(name, aside, src_dir_fd=parent, dst_dir_fd=parent)
             except OSError:
-                _remove(parent, name)
+                remove_entry(parent, name)
                 return {"removed": "true"}
             _defuse(parent, aside)
         return {"moved_to": os.path.join(root, parent_rel, aside)}
@@ -315,7 +315,8 @@ def _writable(dir_fd: int) -> Iterator[None]:
             os.chmod(f"/proc/self/fd/{dir_fd}", mode)
 
 
-def _remove(dir_fd: int, name: str) -> None:
+def remove_entry(dir_fd: int, name: str) -> None:
+    """Remove ``name`` in the folder ``dir_fd``, a whole folder included."""
     if stat.S_ISDIR(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode):
         shutil.rmtree(name, dir_fd=dir_fd)
     else:

@@ -157,17 +157,18 @@ def _result(ctx: ToolContext, session: Session, text: str, read: _Reader) -> Too
         )
     elif changed:
         lines.append("WARNING: the session changed protected paths: " + ", ".join(changed))
-    copies = note.get("secret_copies_quarantined") or []
-    copies_left = note.get("secret_copies_left") or []
+    copies = note.get("secret_copies_quarantined") or 0
+    copies_left = note.get("secret_copies_left") or 0
     if copies:
         lines.append(
-            "WARNING: files changed while the secret was visible were quarantined (they "
-            "may hold a copy): " + ", ".join(entry["path"] for entry in copies)
+            f"WARNING: {copies} entries changed while the secret was visible were moved into "
+            "the root's .tinyagent-quarantine/ (they may hold a copy); a person can look "
+            "at them there"
         )
     if copies_left:
         lines.append(
-            "ERROR: these could not be quarantined, so every call is refused until a "
-            "person removes them: " + ", ".join(copies_left)
+            f"ERROR: {copies_left} entries could not be quarantined, so every call that "
+            "reaches the sandbox is refused until a person removes them"
         )
     if "error" in note:
         lines.append(f"ERROR after the session: {note['error'].get('message', '')}")
