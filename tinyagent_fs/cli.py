@@ -157,7 +157,7 @@ async def _run(fs: FileTools, tool: str, args: dict[str, Any]) -> Any:
 
 
 def _mcp(options: argparse.Namespace) -> int:
-    from .integrations.mcp_run import main as serve  # only the server needs it
+    from .integrations.mcp.run import main as serve
 
     return serve(
         options.root or ["."],

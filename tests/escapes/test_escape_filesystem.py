@@ -404,7 +404,7 @@ async def test_namespaces_are_refused_inside_and_the_probe_says_so(sandbox: Sand
         "bare = types.ModuleType('tinyagent_fs')\n"
         f"bare.__path__ = [{str(package)!r}]\n"
         "sys.modules['tinyagent_fs'] = bare\n"
-        "from tinyagent_fs.sandbox.namespaces import namespace_support\n"
+        "from tinyagent_fs.providers.sandbox.namespaces import namespace_support\n"
         "print(namespace_support())\n"
     )
     (sandbox.root / "probe.py").write_text(script)
@@ -449,7 +449,7 @@ import json, os, sys, tempfile, types
 bare = types.ModuleType("tinyagent_fs")
 bare.__path__ = [sys.argv[1]]
 sys.modules["tinyagent_fs"] = bare
-from tinyagent_fs.sandbox import capabilities, mount_view, namespaces
+from tinyagent_fs.providers.sandbox import capabilities, mount_view, namespaces
 scratch, root = tempfile.mkdtemp(dir=sys.argv[2]), tempfile.mkdtemp(dir=sys.argv[2])
 namespaces.enter_namespaces()
 mount_view.build_view([root], [os.path.dirname(sys.argv[1])], scratch)

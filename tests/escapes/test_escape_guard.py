@@ -21,7 +21,7 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.guard.path_guard import PathGuard
 from tinyagent_fs.hooks.decision import Risk, ToolCall
 from tinyagent_fs.hooks.terminal import TerminalHook
-from tinyagent_fs.integrations.mcp_approval import approval_message
+from tinyagent_fs.integrations.mcp.approval import approval_message
 from tinyagent_fs.journal.undo_journal import ENTRY_NAME, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
 from tinyagent_fs.ops.glob_match import GlobMatcher
 from tinyagent_fs.ops.ripgrep import find_ripgrep

@@ -339,7 +339,7 @@ def test_nothing_but_the_server_can_read_or_write_the_wire(
 def test_the_server_does_not_load_the_mcp_sdk() -> None:
     """The SDK's import cost most of a second of start-up; only the tests use it."""
     probe = (
-        "import sys, tinyagent_fs.cli, tinyagent_fs.integrations.mcp_run\n"
+        "import sys, tinyagent_fs.cli, tinyagent_fs.integrations.mcp.run\n"
         "heavy = {'mcp', 'mcp_types', 'pydantic', 'anyio', 'starlette', 'httpx'}\n"
         "print(sorted({m.split('.')[0] for m in sys.modules} & heavy))"
     )

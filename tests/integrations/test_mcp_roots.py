@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mcp import MCPDeprecationWarning, types
 
-from tinyagent_fs.integrations.mcp_roots import directory_of_uri, narrowed
+from tinyagent_fs.integrations.mcp.roots import directory_of_uri, narrowed
 
 from ..mcp_sdk import connect, error_code, events
 

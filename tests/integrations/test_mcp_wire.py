@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from tinyagent_fs.integrations.mcp_wire import (
+from tinyagent_fs.integrations.mcp.wire import (
     CONNECTION_CLOSED,
     JsonRpcConnection,
     JsonRpcError,

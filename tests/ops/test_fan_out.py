@@ -128,7 +128,7 @@ def test_a_batch_whose_helper_threads_cannot_start_runs_on_the_calling_thread(
 CONFINED_FAN_OUT = """
 import os, sys, threading
 from tinyagent_fs.ops import fan_out
-from tinyagent_fs.sandbox import landlock_rules, seccomp_filter
+from tinyagent_fs.providers.sandbox import landlock_rules, seccomp_filter
 
 root = sys.argv[1]
 landlock_rules.restrict_self(landlock_rules.LandlockRules(writable=(root,), readable=()))

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tinyagent_fs.policy import DEFAULT_DENIED_PATTERNS
-from tinyagent_fs.sandbox.secret_masks import plan_masks
+from tinyagent_fs.providers.sandbox.secret_masks import plan_masks
 
 NAMES = ["config", *(f"c{i}" for i in range(1, 16))]
 

@@ -21,7 +21,7 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.ops.packed_paths import unpack_paths
 from tinyagent_fs.policy import SandboxPolicy
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
-from tinyagent_fs.sandbox import landlock_rules
+from tinyagent_fs.providers.sandbox import landlock_rules
 
 from ..sandbox_support import (
     OPEN_FDS_PROBE,

@@ -32,7 +32,7 @@ except ModuleNotFoundError as exc:  # tinyagent-py's code agent needs extras of 
     ) from exc
 
 from ..hooks.decision import Risk
-from ..sandbox.secret_masks import plan_masks
+from ..providers.sandbox.secret_masks import plan_masks
 from ..tools.facade import FileTools
 from .tinyagent import (
     OWNER_ATTRIBUTE,

@@ -7,8 +7,8 @@ import os
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
-from ..sandbox import code_files
-from ..sandbox.protected_paths import MAX_SCAN_DEPTH, QUARANTINE_SUFFIX
+from .sandbox import code_files
+from .sandbox.protected_paths import MAX_SCAN_DEPTH, QUARANTINE_SUFFIX
 
 
 def scan(roots: list[str], before: code_files.CodeFiles | None = None) -> code_files.CodeFiles:

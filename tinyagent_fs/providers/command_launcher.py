@@ -28,8 +28,8 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..ops.command import apply_rlimits, limit_lock
-from ..sandbox import namespaces
 from . import wire
+from .sandbox import namespaces
 
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36

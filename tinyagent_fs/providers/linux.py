@@ -38,14 +38,14 @@ from typing import Any
 from ..errors import ErrorCode, ToolError
 from ..ops.command import KILL_GRACE_S
 from ..policy import SandboxPolicy
-from ..sandbox.code_files import CodeFiles
-from ..sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
-from ..sandbox.probe import sandbox_support
-from ..sandbox.secret_masks import MaskPlan, plan_masks
 from . import code_watch, sessions, wire, worker_launch
 from .base import Provider
 from .hang_up import COMMAND_KILLED, HangUp
 from .reply_queue import STALL_CHECK_S, ReplyQueue, WorkerStalled
+from .sandbox.code_files import CodeFiles
+from .sandbox.pids_cgroup import PidsCgroup, processes_of_this_user
+from .sandbox.probe import sandbox_support
+from .sandbox.secret_masks import MaskPlan, plan_masks
 from .sandbox_sessions import SandboxSessions
 from .secret_guard import SecretGuard
 from .settle_guardian import GuardianUnavailable, SettleGuardian

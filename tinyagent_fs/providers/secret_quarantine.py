@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 
 from ..ops.ignore import load_ignore_rules
 from ..policy import IGNORE_FILE_NAME
-from ..sandbox import code_files
-from ..sandbox import kernel_calls as kc
+from .sandbox import code_files
+from .sandbox import kernel_calls as kc
 
 QUARANTINE_DIR = ".tinyagent-quarantine"
 STATX_BTIME = 0x800

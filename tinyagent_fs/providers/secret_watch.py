@@ -25,8 +25,8 @@ from dataclasses import dataclass
 
 from ..ops.ignore import IgnoreRules, load_ignore_rules
 from ..policy import IGNORE_FILE_NAME
-from ..sandbox import kernel_calls as kc
-from ..sandbox.protected_paths import QUARANTINE_SUFFIX
+from .sandbox import kernel_calls as kc
+from .sandbox.protected_paths import QUARANTINE_SUFFIX
 
 IN_MODIFY = 0x2
 IN_CLOSE_WRITE = 0x8

@@ -40,8 +40,8 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..ops.command import apply_rlimits, check_arguments, command_env, limit_lock, rlimits_for
-from ..sandbox import landlock_rules
 from . import wire
+from .sandbox import landlock_rules
 
 TIOCGPTN = 0x80045430
 """_IOR('T', 0x30, unsigned int): a pseudo-terminal's number (not in ``termios``)."""

@@ -26,7 +26,7 @@ import signal
 import subprocess
 from typing import Any
 
-from ..sandbox import code_files
+from .sandbox import code_files
 from .worker_launch import bare_argv
 
 WORKER_EXIT_WAIT_S = 30.0

@@ -43,7 +43,8 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..ops import OPERATIONS
-from ..sandbox import (
+from . import command_launcher, session_host, wire, worker_launch
+from .sandbox import (
     capabilities,
     landlock_rules,
     mount_view,
@@ -52,7 +53,6 @@ from ..sandbox import (
     seccomp_filter,
     secret_masks,
 )
-from . import command_launcher, session_host, wire, worker_launch
 
 
 class SelfCheckFailed(Exception):

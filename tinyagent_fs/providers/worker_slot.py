@@ -17,7 +17,7 @@ import socket
 import subprocess
 from collections.abc import Callable
 
-from ..sandbox.pids_cgroup import PidsCgroup
+from .sandbox.pids_cgroup import PidsCgroup
 from .secret_watch import SecretWatch
 
 STDERR_TAIL_BYTES = 2000

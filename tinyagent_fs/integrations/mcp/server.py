@@ -18,15 +18,15 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from .._version import __version__
-from ..audit.log import AuditLog
-from ..errors import ErrorCode, ToolError
-from ..limits import ResourceLimiter
-from ..result import ToolResult
-from ..tools.call_record import CallOutcome, audit_event
-from ..tools.registry import tool_table
-from .mcp_approval import CURRENT_REQUEST, ClientRequest
-from .mcp_protocol import (
+from ..._version import __version__
+from ...audit.log import AuditLog
+from ...errors import ErrorCode, ToolError
+from ...limits import ResourceLimiter
+from ...result import ToolResult
+from ...tools.call_record import CallOutcome, audit_event
+from ...tools.registry import tool_table
+from .approval import CURRENT_REQUEST, ClientRequest
+from .protocol import (
     MODERN_VERSIONS,
     initialize_refused_on_modern,
     modern_result,
@@ -35,9 +35,9 @@ from .mcp_protocol import (
     read_envelope,
     supports_roots,
 )
-from .mcp_roots import ServedRoots, path_arguments
-from .mcp_tools import LIST_ROOTS_TOOL, call_result, tool_list
-from .mcp_wire import (
+from .roots import ServedRoots, path_arguments
+from .tools import LIST_ROOTS_TOOL, call_result, tool_list
+from .wire import (
     INVALID_PARAMS,
     INVALID_REQUEST,
     METHOD_NOT_FOUND,

@@ -28,9 +28,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ToolError
-from ..guard.code_running import is_git_dir
-from ..ops.ignore import IgnoreRules, load_ignore_rules
+from ...errors import ToolError
+from ...guard.code_running import is_git_dir
+from ...ops.ignore import IgnoreRules, load_ignore_rules
 from . import kernel_calls as kc
 from .protected_paths import GIT_DIR_OWN, MAX_SCAN_DEPTH
 

@@ -15,7 +15,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from .._runtime.durable import write_all
+from ..._runtime.durable import write_all
 
 if sys.platform != "win32":
     import fcntl

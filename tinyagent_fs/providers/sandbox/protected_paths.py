@@ -33,7 +33,7 @@ import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..guard.code_running import HOME_FILES, RC_FILES, ROOT_FOLDERS
+from ...guard.code_running import HOME_FILES, RC_FILES, ROOT_FOLDERS
 from . import kernel_calls as kc
 
 ROOT_FILES: tuple[str, ...] = (".gitmodules", ".tinyagentignore", *RC_FILES, *HOME_FILES)

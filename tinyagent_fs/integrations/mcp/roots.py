@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
 
-from ..errors import ErrorCode, ToolError
-from ..providers.base import Provider
-from ..tools.facade import FileTools
-from ..tools.registry import tool_table
+from ...errors import ErrorCode, ToolError
+from ...providers.base import Provider
+from ...tools.facade import FileTools
+from ...tools.registry import tool_table
 
 ProviderFactory = Callable[[Sequence[str]], Provider]
 """A provider whose roots are exactly these folders (the first is its root)."""

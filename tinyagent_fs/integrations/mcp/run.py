@@ -19,19 +19,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ..audit.log import AuditLog
-from ..hooks.policies import policy_from_name
-from ..hooks.web import WebApprovalHook
-from ..limits import ResourceLimiter
-from ..policy import SandboxPolicy
-from ..providers import make_provider
-from ..providers.base import Provider
-from ..tools.facade import FileTools
-from .mcp_approval import ElicitationApprover
-from .mcp_roots import ServedRoots
-from .mcp_server import McpServer
-from .mcp_stdio import StdioLines
-from .mcp_wire import JsonRpcConnection
+from ...audit.log import AuditLog
+from ...hooks.policies import policy_from_name
+from ...hooks.web import WebApprovalHook
+from ...limits import ResourceLimiter
+from ...policy import SandboxPolicy
+from ...providers import make_provider
+from ...providers.base import Provider
+from ...tools.facade import FileTools
+from .approval import ElicitationApprover
+from .roots import ServedRoots
+from .server import McpServer
+from .stdio import StdioLines
+from .wire import JsonRpcConnection
 
 USAGE_ERROR = 2
 

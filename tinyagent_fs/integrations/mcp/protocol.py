@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .mcp_wire import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, JsonRpcError
+from .wire import INVALID_PARAMS, UNSUPPORTED_PROTOCOL_VERSION, JsonRpcError
 
 HANDSHAKE_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 MODERN_VERSIONS = ("2026-07-28",)

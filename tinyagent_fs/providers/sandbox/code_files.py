@@ -16,7 +16,7 @@ import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from ..guard.code_running import ROOT_FOLDERS, is_git_dir
+from ...guard.code_running import ROOT_FOLDERS, is_git_dir
 from . import kernel_calls as kc
 from .protected_paths import (
     GIT_DATA,

@@ -11,9 +11,9 @@ import copy
 from collections.abc import Iterable
 from typing import Any
 
-from ..result import ToolResult
-from ..tools.schema_export import portable_schema
-from ..tools.spec import ToolSpec
+from ...result import ToolResult
+from ...tools.schema_export import portable_schema
+from ...tools.spec import ToolSpec
 
 ADDS_ONLY = frozenset({"create_directory"})
 """Changing tools that can only add: everything else that changes may overwrite or remove."""

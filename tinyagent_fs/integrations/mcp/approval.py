@@ -20,9 +20,9 @@ from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..hooks.decision import Decision, ToolCall
-from ..text.display_safe import visible
-from .mcp_protocol import supports_form_elicitation
+from ...hooks.decision import Decision, ToolCall
+from ...text.display_safe import visible
+from .protocol import supports_form_elicitation
 
 DECIDED_BY = "mcp-elicitation"
 DIFF_CHARS = 6000

@@ -1,0 +1,1 @@
+"""The MCP server: JSON-RPC over stdio, roots, tools and approvals."""
