@@ -5,7 +5,8 @@ The watch runs from a session's start until no session's output can still reach
 the model. A trip kills the worker at once (from the watch's thread) while
 sessions run, and the next call deals with it under the provider's lock. If a
 session ran since the watch was last clean, the sessions' output not yet read is
-withheld, TMPDIR emptied and every file changed since then quarantined. Otherwise
+withheld, TMPDIR emptied and what changed since then moved out of reach
+(``secret_quarantine``). Otherwise
 nothing could have seen the secret, and the next sandbox masks it. Mixed into
 ``LinuxSandboxProvider``.
 """
@@ -15,7 +16,6 @@ from __future__ import annotations
 import contextlib
 import os
 from functools import partial
-from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from . import secret_quarantine, secret_watch
@@ -55,18 +55,17 @@ class SecretGuard:
         self._deal_with_a_trip()
         self._refuse_while_copies_left()
 
-    def _deal_with_a_trip(self) -> dict[str, Any] | None:
-        """The caller holds the lock. What was withheld and quarantined, or None when
-        the watch did not trip or nothing ran since it was last clean."""
+    def _deal_with_a_trip(self) -> None:
+        """A trip of the watch, if any, dealt with (the caller holds the lock)."""
         watch = self._slot.watch
         trip = watch.check() if watch is not None else None
         if trip is None:
-            return None
+            return
         self._stop_watch()
         self._slot.stop(kill_now=True)
-        if not self._busy_since(trip.clean_ns):
-            return None  # nothing could have seen it; the next sandbox masks it
-        return self._secret_appeared(trip)
+        if self._busy_since(trip.clean_ns):
+            self._secret_appeared(trip)
+        # else nothing could have seen it: the next sandbox masks it
 
     def _busy_since(self, since_ns: int) -> bool:
         """Whether a session ran in the sandbox at some moment since ``since_ns``."""
@@ -88,11 +87,11 @@ class SecretGuard:
                 details={"cause": "secrets_changed"},
             )
 
-    def _secret_appeared(self, trip: secret_watch.Trip) -> dict[str, Any]:
+    def _secret_appeared(self, trip: secret_watch.Trip) -> None:
         """A secret appeared while sessions ran (the caller holds the lock; the worker
         is gone): they end with their unread output withheld, TMPDIR is emptied, and
-        every file changed since the watch was last clean is quarantined, as a session
-        may have copied the secret there. What was done, for the results."""
+        what changed since the watch was last clean is moved out of reach, as a session
+        may have left the secret there."""
         self._slot.clear_tmpdir()
         done = secret_quarantine.quarantine_since(
             self._protect, self.policy.denied_patterns, trip.since_ns
@@ -102,7 +101,6 @@ class SecretGuard:
             "secret_appeared": trip.cause,
             "secret_copies_quarantined": done.moved,
             "secret_copies_left": len(done.left),
-            "quarantine_manifests": done.manifests,
         }
         for session in self.sessions.with_masks():
             with session.lock:
@@ -111,7 +109,6 @@ class SecretGuard:
         for ended in self.sessions.unsettled():
             self._settle_unlocked(ended)
         self.sessions.forget_settled()
-        return note
 
     def _refuse_while_copies_left(self) -> None:
         """Files that may hold a copy of a secret and could not be quarantined keep the

@@ -44,7 +44,6 @@ class Quarantined:
     left: list[str] = field(default_factory=list)
     """Paths that could neither be moved nor removed, or folders that could not be
     searched: for the person (listed in the manifest), never for the model."""
-    manifests: list[str] = field(default_factory=list)
 
 
 def quarantine_since(
@@ -56,8 +55,6 @@ def quarantine_since(
         moved, left = _quarantine_root(root, denied_patterns, since_ns, trip)
         done.moved += moved
         done.left += left
-        if moved or left:
-            done.manifests.append(os.path.join(root, QUARANTINE_DIR, trip, "manifest.json"))
     return done
 
 
