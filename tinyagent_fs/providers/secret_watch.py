@@ -5,10 +5,11 @@ not masked in a running session's view, and the session can copy or rename it
 before the model's next call, when a look at the tree finds nothing. So the
 toolkit, outside the sandbox where no session can blind it, watches every folder
 the sandbox reads (inotify) for as long as sessions live. It trips on the first
-new denied name, a change to a root's ``.tinyagentignore``, lost events, or a
-folder it cannot watch. Then the caller ends the sessions at once, withholds
-their output, and quarantines every file changed since the watch was last known
-clean (``Trip.since``): a copy made meanwhile included.
+new denied name, a denied name renamed or removed, a folder moved in from outside,
+a change to a root's ``.tinyagentignore``, lost events, or a folder it cannot
+watch. Then the caller (``secret_guard``) ends the sessions at once, withholds
+their output, and moves out of reach what changed since the watch was last known
+clean (``Trip.since_ns``): a copy made meanwhile included.
 """
 
 from __future__ import annotations
