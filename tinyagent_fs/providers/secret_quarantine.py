@@ -49,6 +49,7 @@ class Quarantined:
 def quarantine_since(
     roots: list[str], denied_patterns: tuple[str, ...], since_ns: int
 ) -> Quarantined:
+    """Move out of reach what changed in ``roots`` at or after ``since_ns``."""
     done = Quarantined()
     trip = time.strftime("%Y%m%dT%H%M%S") + f"-{time.time_ns() % 1_000_000_000:09d}"
     for root in roots:
@@ -63,7 +64,7 @@ def _quarantine_root(
 ) -> tuple[int, list[str]]:
     rules = load_ignore_rules(root, denied_patterns)
     root_fd = os.open(root, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
-    taken: list[tuple[str, str]] = []  # (relative path, kind)
+    taken: list[str] = []
     touched: list[str] = []
     left: list[str] = []
     try:
@@ -85,9 +86,9 @@ def _quarantine_root(
                     # denials themselves stay (a session cannot write them)
                 if not is_dir:
                     if info.st_ctime_ns >= since_ns:
-                        taken.append((relative, "file"))
+                        taken.append(relative)
                 elif _born_ns(root_fd, relative, info) >= since_ns:
-                    taken.append((relative, "folder"))  # its name and all in it
+                    taken.append(relative)  # a folder made meanwhile: its name and all in it
                 else:
                     if info.st_ctime_ns >= since_ns:
                         touched.append(relative)
@@ -102,13 +103,11 @@ def _quarantine_root(
     return moved, left
 
 
-def _move_all(
-    root: str, root_fd: int, taken: list[tuple[str, str]], trip: str, left: list[str]
-) -> int:
+def _move_all(root: str, root_fd: int, taken: list[str], trip: str, left: list[str]) -> int:
     holder = _quarantine_folder(root_fd, trip)
     manifest: dict[str, str] = {}
     try:
-        for number, (relative, _) in enumerate(taken):
+        for number, relative in enumerate(taken):
             try:
                 _move_one(root_fd, relative, holder, str(number))
             except FileNotFoundError:
