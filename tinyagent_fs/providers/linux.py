@@ -135,8 +135,6 @@ class LinuxSandboxProvider(SandboxSessions, SecretGuard, Provider):
         self.sessions = sessions.SessionTable(policy.max_sessions)
         self._session_threads: ThreadPoolExecutor | None = None
         self._sessions_settled = 0
-        self._quiet_since_ns = 0
-        """When the last session ended (``secret_guard``)."""
         self._copies_left: list[str] = []
         """Files changed while a secret was visible to sessions that could not be
         quarantined: every call is refused until they are gone."""

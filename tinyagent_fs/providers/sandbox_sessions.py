@@ -184,7 +184,6 @@ class SandboxSessions:
 
     def _settle_unlocked(self, session: sessions.Session) -> None:
         session.settled = True
-        self._quiet_since_ns = time.time_ns()
         self._sessions_settled += 1
         try:
             if code_watch.settle(self._protect, session.before, session.settle_note):

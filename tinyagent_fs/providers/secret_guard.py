@@ -19,7 +19,6 @@ from functools import partial
 
 from ..errors import ErrorCode, ToolError
 from . import secret_quarantine, secret_watch
-from .sessions import SessionTable
 from .worker_slot import WorkerSlot
 
 
@@ -37,7 +36,7 @@ class SecretGuard:
             self._slot.watch = secret_watch.SecretWatch(
                 [path for path in self._masked_dirs if os.path.isdir(path)],
                 self.policy.denied_patterns,
-                partial(_end_at_once, self._slot, self.sessions),
+                partial(_end_at_once, self._slot),
             )
         except secret_watch.WatchFailed as exc:
             raise ToolError(
@@ -63,14 +62,7 @@ class SecretGuard:
             return
         self._stop_watch()
         self._slot.stop(kill_now=True)
-        if self._busy_since(trip.clean_ns):
-            self._secret_appeared(trip)
-        # else nothing could have seen it: the next sandbox masks it
-
-    def _busy_since(self, since_ns: int) -> bool:
-        """Whether a session ran in the sandbox at some moment since ``since_ns``."""
-        running = self.sessions.live() or self.sessions.unsettled()
-        return bool(running) or self._quiet_since_ns >= since_ns
+        self._secret_appeared(trip)
 
     def _refuse_after_a_secret_appeared(self, op: str) -> None:
         """Every request checks the watch as it goes out (the caller holds the lock): a
@@ -130,10 +122,10 @@ class SecretGuard:
             watch.stop()
 
 
-def _end_at_once(slot: WorkerSlot, table: SessionTable, trip: secret_watch.Trip) -> None:
-    """From the watch's thread: while sessions run, kill the worker now, and with it
-    every session, so none goes on reading the secret until the trip is dealt with."""
+def _end_at_once(slot: WorkerSlot, trip: secret_watch.Trip) -> None:
+    """From the watch's thread: kill the worker now, and with it every session, so none
+    goes on reading the secret until the trip is dealt with."""
     process = slot.process
-    if process is not None and table.live():
+    if process is not None:
         with contextlib.suppress(OSError):
             process.kill()
