@@ -114,6 +114,17 @@ def row_for(page: Any, path: str) -> Any:
     return row
 
 
+def wait_no_toast(page: Any, text: str, timeout_ms: int = 15_000) -> None:
+    """Until no notification names ``text``: every one, not only the first (the same
+    call can be announced twice while a poll and an answer cross)."""
+    page.wait_for_function(
+        "([selector, text]) => ![...document.querySelectorAll(selector)]"
+        ".some(el => el.textContent.includes(text))",
+        arg=[TOAST, text],
+        timeout=timeout_ms,
+    )
+
+
 def wait_no_rows(page: Any, timeout_ms: int = 15_000) -> None:
     page.wait_for_function(
         f"() => document.querySelectorAll({json.dumps(ROW)}).length === 0", timeout=timeout_ms

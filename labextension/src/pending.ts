@@ -135,6 +135,7 @@ export class PendingModel {
       await this.refresh().catch(() => undefined);
       throw error;
     }
+    this._answered.add(proposal.id);
     this._proposals = this._proposals.filter(p => p.id !== proposal.id);
     this._changed.emit();
   }
@@ -159,10 +160,18 @@ export class PendingModel {
       }
       const body = (await response.json()) as { approvals: IProposal[] };
       const before = this._proposals.map(p => p.id).join();
-      this._proposals = body.approvals;
+      // A fetch sent before an answer landed still lists what was answered: it
+      // stays gone, until the server no longer lists it either.
+      const listed = new Set(body.approvals.map(p => p.id));
+      for (const id of this._answered) {
+        if (!listed.has(id)) {
+          this._answered.delete(id);
+        }
+      }
+      this._proposals = body.approvals.filter(p => !this._answered.has(p.id));
       const errorBefore = this._error;
       this._error = '';
-      if (before !== body.approvals.map(p => p.id).join() || errorBefore) {
+      if (before !== this._proposals.map(p => p.id).join() || errorBefore) {
         this._changed.emit();
       }
     } catch (reason) {
@@ -189,6 +198,7 @@ export class PendingModel {
   private _changed = new Signal<this, void>(this);
   private _serverSettings: ServerConnection.ISettings;
   private _events: Event.IManager | null;
+  private _answered = new Set<string>();
   private _poll: Poll;
   private _pollInterval: number;
   private _proposals: IProposal[] = [];

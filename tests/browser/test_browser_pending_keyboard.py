@@ -33,6 +33,7 @@ from tests.pending_support import (
     results_of,
     row_for,
     wait_no_rows,
+    wait_no_toast,
 )
 
 pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
@@ -107,7 +108,7 @@ def nothing_waits(page: Any, what: str) -> None:
     wait_focus(page, "h2.jp-TinyAgentFS-pendingHeading")
     assert page.locator(HEADING).inner_text() == "Pending: nothing waits for you"
     page.locator(BADGE).wait_for(state="hidden", timeout=15_000)
-    page.locator(TOAST, has_text=what).wait_for(state="hidden", timeout=15_000)
+    wait_no_toast(page, what, 15_000)
     page.keyboard.press("Tab")  # on to the audit log: the empty section goes
     page.locator(SECTION).wait_for(state="hidden")
     assert focused(page) == "input.jp-mod-styled jp-TinyAgentFS-search", focused(page)
@@ -145,7 +146,7 @@ def test_two_cards_answered_by_keyboard_the_focus_follows(
     wait_focus(page, card_b)
     assert page.evaluate(RING), "no focus ring on the next card"
     # The notification counts what still waits (it said "2 ... wait" after an answer).
-    page.locator(TOAST, has_text="2 agent changes").wait_for(state="hidden", timeout=10_000)
+    wait_no_toast(page, "2 agent changes", 10_000)
     assert page.locator(TOAST).all_inner_texts() == [
         "An agent waits for your approval: write_file b.txt"
     ]
@@ -219,5 +220,5 @@ def test_an_agent_that_gives_up_takes_its_card_badge_and_notification_away(
     page.locator(TOAST, has_text="late.txt").wait_for(state="visible")
     wait_no_rows(page)
     page.locator(BADGE).wait_for(state="hidden", timeout=10_000)
-    page.locator(TOAST, has_text="late.txt").wait_for(state="hidden", timeout=10_000)
+    wait_no_toast(page, "late.txt", 10_000)
     assert not result_of(process)["ok"]
