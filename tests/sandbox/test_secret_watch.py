@@ -322,3 +322,39 @@ def test_an_editors_temporary_save_of_a_secret_trips_the_watch(project: Path) ->
         assert trip is not None and trip.cause == "secret_added", trip
     finally:
         watch.stop()
+
+
+@pytest.mark.usefixtures("slow_watch")
+async def test_a_file_planted_as_the_quarantine_folder_is_no_way_out(
+    fs: FileTools, project: Path
+) -> None:
+    planted = COPY_AND_HIDE.replace(
+        "cp b/.env b/copy.txt;", "cp b/.env b/copy.txt; cp b/.env .tinyagent-quarantine;"
+    )
+    session = await fs.exec_command(planted, yield_time_ms=100)
+    await person_adds_the_secret(project)
+    assert (project / ".tinyagent-quarantine").is_file(), "the attack ran"
+    result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
+    assert result.data["ended"] == "secrets_changed", result.text
+    assert (project / ".tinyagent-quarantine").is_dir()
+    assert {"b/copy.txt", "b/renamed.txt"} <= set(quarantine_manifests(project).values())
+    assert readable_copies(project) == []
+    await model_sees_no_secret(fs)
+
+
+@pytest.mark.usefixtures("slow_watch")
+async def test_a_quarantine_folder_that_cannot_be_made_shuts_the_sandbox(
+    fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def cannot(root_fd: int, trip: str) -> int:
+        raise PermissionError(13, "Permission denied", secret_quarantine.QUARANTINE_DIR)
+
+    monkeypatch.setattr(secret_quarantine, "_quarantine_folder", cannot)
+    session = await fs.exec_command(COPY_AND_HIDE, yield_time_ms=100)
+    await person_adds_the_secret(project)
+    result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
+    assert result.data["ended"] == "secrets_changed" and SECRET not in result.text
+    assert result.data["secret_copies_quarantined"] == 0
+    assert result.data["secret_copies_left"] >= 1, result.data
+    refused = await fs.read_file("b/copy.txt")
+    assert not refused.ok and refused.data["cause"] == "secret_copies_left", refused.text

@@ -84,6 +84,9 @@ class SecretGuard:
         is gone): they end with their unread output withheld, TMPDIR is emptied, and
         what changed since the watch was last clean is moved out of reach, as a session
         may have left the secret there."""
+        for session in self.sessions.with_masks():  # first: nothing below may skip it
+            with session.lock:
+                session.withhold("secrets_changed")
         self._slot.clear_tmpdir()
         done = secret_quarantine.quarantine_since(
             self._protect, self.policy.denied_patterns, trip.since_ns
@@ -95,9 +98,7 @@ class SecretGuard:
             "secret_copies_left": len(done.left),
         }
         for session in self.sessions.with_masks():
-            with session.lock:
-                session.withhold("secrets_changed")
-                session.settle_note.update(note)
+            session.settle_note.update(note)
         for ended in self.sessions.unsettled():
             self._settle_unlocked(ended)
         self.sessions.forget_settled()

@@ -29,6 +29,9 @@ from .sandbox import code_files
 from .sandbox import kernel_calls as kc
 
 QUARANTINE_DIR = ".tinyagent-quarantine"
+KEPT = (IGNORE_FILE_NAME, QUARANTINE_DIR)
+"""Never moved: the denials (a session cannot write them) and the quarantine itself (a
+file planted under its name is removed when the folder is made)."""
 STATX_BTIME = 0x800
 AT_SYMLINK_NOFOLLOW = 0x100
 _STATX_SIZE = 256
@@ -81,9 +84,8 @@ def _quarantine_root(
             for name, info in entries:
                 relative = f"{relative_dir}/{name}" if relative_dir else name
                 is_dir = stat.S_ISDIR(info.st_mode)
-                if rules.is_denied(relative, is_dir) or relative == IGNORE_FILE_NAME:
-                    continue  # masked and refused already (the quarantine folder too); the
-                    # denials themselves stay (a session cannot write them)
+                if relative in KEPT or rules.is_denied(relative, is_dir):
+                    continue  # denied entries are masked and refused already
                 if not is_dir:
                     if info.st_ctime_ns >= since_ns:
                         taken.append(relative)
@@ -104,7 +106,11 @@ def _quarantine_root(
 
 
 def _move_all(root: str, root_fd: int, taken: list[str], trip: str, left: list[str]) -> int:
-    holder = _quarantine_folder(root_fd, trip)
+    try:
+        holder = _quarantine_folder(root_fd, trip)
+    except OSError:
+        left.append(root)  # nothing can be moved: the whole root stays suspect
+        return 0
     manifest: dict[str, str] = {}
     try:
         for number, relative in enumerate(taken):
@@ -129,7 +135,12 @@ def _move_all(root: str, root_fd: int, taken: list[str], trip: str, left: list[s
 
 
 def _quarantine_folder(root_fd: int, trip: str) -> int:
-    """``.tinyagent-quarantine/<trip>`` beneath the root, made 0700, by descriptor."""
+    """``.tinyagent-quarantine/<trip>`` beneath the root, made 0700, by descriptor. A
+    file or symlink under that name (a session may plant one, not denied as a folder
+    is) is removed first: it is no quarantine, and may itself hold the secret."""
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISDIR(os.stat(QUARANTINE_DIR, dir_fd=root_fd, follow_symlinks=False).st_mode):
+            os.unlink(QUARANTINE_DIR, dir_fd=root_fd)
     for name, parent in ((QUARANTINE_DIR, "."), (f"{QUARANTINE_DIR}/{trip}", QUARANTINE_DIR)):
         parent_fd = kc.open_beneath(root_fd, parent, os.O_PATH | os.O_DIRECTORY)
         try:
