@@ -358,3 +358,16 @@ async def test_a_quarantine_folder_that_cannot_be_made_shuts_the_sandbox(
     assert result.data["secret_copies_left"] >= 1, result.data
     refused = await fs.read_file("b/copy.txt")
     assert not refused.ok and refused.data["cause"] == "secret_copies_left", refused.text
+
+
+@pytest.mark.usefixtures("slow_watch")
+async def test_a_folder_that_cannot_be_scrubbed_shuts_the_sandbox(
+    fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(secret_quarantine, "_scrubbed", lambda root_fd, relative: False)
+    session = await fs.exec_command(NAMES_AND_ATTRIBUTES, yield_time_ms=100)
+    await person_adds_the_secret(project)
+    result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
+    assert result.data["secret_copies_left"] >= 1, result.data
+    refused = await fs.run_command("python3 -c \"import os; print(os.getxattr('docs', 'user.s'))\"")
+    assert not refused.ok and refused.data["cause"] == "secret_copies_left", refused.text

@@ -99,7 +99,8 @@ def _quarantine_root(
             touched.append(".")
         moved = _move_all(root, root_fd, taken, trip, left) if taken or left else 0
         for relative in touched:
-            _scrub_folder(root_fd, relative)
+            if not _scrubbed(root_fd, relative):
+                left.append(os.path.join(root, relative))
     finally:
         os.close(root_fd)
     return moved, left
@@ -124,11 +125,15 @@ def _move_all(root: str, root_fd: int, taken: list[str], trip: str, left: list[s
             manifest[str(number)] = relative
         record = {"moved": manifest, "left": left}
         data = json.dumps(record, ensure_ascii=False, indent=1).encode()
-        fd = os.open("manifest.json", os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600, dir_fd=holder)
         try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
+            fd = os.open("manifest.json", flags, 0o600, dir_fd=holder)
+            try:
+                os.write(fd, data)
+            finally:
+                os.close(fd)
+        except OSError:
+            left.append(root)  # no record of what moved where: the person must look
     finally:
         os.close(holder)
     return len(manifest)
@@ -168,10 +173,10 @@ def _move_one(root_fd: int, relative: str, holder: int, number: str) -> None:
         os.close(parent)
 
 
-def _scrub_folder(root_fd: int, relative: str) -> None:
-    """A folder that stays: what a session could have written into it besides entries
-    (user extended attributes, its times) is cleared."""
-    with contextlib.suppress(OSError):
+def _scrubbed(root_fd: int, relative: str) -> bool:
+    """Whether a folder that stays was cleared of what a session could have written
+    into it besides entries (user extended attributes, its times)."""
+    try:
         fd = kc.open_beneath(root_fd, relative, os.O_RDONLY | os.O_DIRECTORY)
         try:
             for attribute in os.listxattr(fd):
@@ -180,6 +185,11 @@ def _scrub_folder(root_fd: int, relative: str) -> None:
             os.utime(fd)
         finally:
             os.close(fd)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 def _born_ns(root_fd: int, relative: str, info: os.stat_result) -> int:
