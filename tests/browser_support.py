@@ -7,7 +7,10 @@ install: they are never skipped.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import nbformat
 import pytest
@@ -53,3 +56,27 @@ def start_notebook_lab(
         "TINYAGENT_FS_JOURNAL_DIR": str(home / "journal"),
     }
     return start_jupyter("lab", root, home, env=env)
+
+
+@contextmanager
+def notebook_tab(
+    lab: JupyterProcess, notebook: str, artifacts: Path, size: tuple[int, int] = (1400, 900)
+) -> Iterator[Any]:
+    """Chromium showing ``notebook`` in ``lab``, its kernel idle; closed afterwards.
+    Screenshots go to ``artifacts``."""
+    from playwright.sync_api import sync_playwright
+
+    artifacts.mkdir(parents=True, exist_ok=True)
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+        try:
+            tab = context.new_page()
+            tab.set_default_timeout(60_000)
+            tab.goto(lab.url(f"lab/tree/{notebook}"))
+            tab.wait_for_selector(".jp-Notebook .jp-Cell", state="visible")
+            tab.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+            yield tab
+        finally:
+            context.close()
+            browser.close()

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser_support import CHROMIUM, CHROMIUM_ARGS, start_notebook_lab
+from tests.browser_support import notebook_tab, start_notebook_lab
 from tests.jupyter_process import JupyterProcess
 
 pytestmark = [pytest.mark.browser, pytest.mark.jupyter]
@@ -77,20 +77,8 @@ def screenshot_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
 
 @pytest.fixture(scope="module")
 def page(lab: JupyterProcess) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        context = browser.new_context(viewport={"width": 1400, "height": 900})
-        tab = context.new_page()
-        tab.set_default_timeout(60_000)
-        tab.goto(lab.url(f"lab/tree/{NOTEBOOK}"))
-        tab.wait_for_selector(".jp-Notebook .jp-Cell", state="visible")
-        tab.wait_for_selector(".jp-Notebook-ExecutionIndicator[data-status='idle']")
+    with notebook_tab(lab, NOTEBOOK, ARTIFACTS) as tab:
         yield tab
-        context.close()
-        browser.close()
 
 
 def shot(page: Any, name: str) -> None:
