@@ -74,7 +74,7 @@ def audit_event(call: CallOutcome) -> AuditEvent:
         duration_ms=round((time.perf_counter() - call.started) * 1000, 3),
         change_id=changeset.change_id if changeset is not None and call.committed else None,
         diff=changeset.unified_diff() if changeset is not None else None,
-        message=first_line(call.message, MESSAGE_CHARS),
+        message=_first_line(call.message, MESSAGE_CHARS),
         provider=call.provider,
     )
     if call.session_id:
@@ -103,7 +103,7 @@ def modification_note(review: Review) -> str:
     return f"{note}. The arguments that ran: {ran}"
 
 
-def first_line(text: str, limit: int) -> str:
+def _first_line(text: str, limit: int) -> str:
     """The start of ``text``'s first line, at most ``limit`` characters, without
     splitting a whole file's worth of output to find it."""
     lines = text[: limit + 1].splitlines()
