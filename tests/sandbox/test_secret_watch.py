@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
+import struct
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -370,4 +372,54 @@ async def test_a_folder_that_cannot_be_scrubbed_shuts_the_sandbox(
     result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
     assert result.data["secret_copies_left"] >= 1, result.data
     refused = await fs.run_command("python3 -c \"import os; print(os.getxattr('docs', 'user.s'))\"")
+    assert not refused.ok and refused.data["cause"] == "secret_copies_left", refused.text
+
+
+@pytest.mark.usefixtures("slow_watch")
+async def test_a_name_that_is_not_utf8_does_not_stop_the_quarantine(
+    fs: FileTools, project: Path
+) -> None:
+    script = (
+        "python3 -c \"\nimport os, time\nwhile not os.path.exists('b/.env') or not "
+        "open('b/.env').read().strip(): time.sleep(0.01)\nsecret = open('b/.env').read()\n"
+        "os.setxattr('docs', 'user.s', secret.encode())\nopen(b'b/\\xff', 'w').write(secret)\n"
+        'time.sleep(30)\n"'
+    )
+    session = await fs.exec_command(script, yield_time_ms=100)
+    await person_adds_the_secret(project)
+    result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
+    assert result.data["ended"] == "secrets_changed", result.text
+    assert result.data["secret_copies_quarantined"] >= 1 and not result.data["secret_copies_left"]
+    assert quarantine_manifests(project), "the manifest was written"
+    await model_sees_no_secret(fs)
+
+
+def test_a_folders_acls_are_cleared_with_its_attributes(project: Path) -> None:
+    entry = struct.Struct("<HHI")
+    acl = struct.pack("<I", 2) + b"".join(
+        entry.pack(tag, perm, 0xFFFFFFFF) for tag, perm in ((1, 7), (4, 5), (0x20, 5))
+    )
+    os.setxattr(project / "docs", "system.posix_acl_default", acl)
+    root_fd = os.open(project, os.O_PATH | os.O_DIRECTORY)
+    try:
+        assert secret_quarantine._scrubbed(root_fd, "docs")
+    finally:
+        os.close(root_fd)
+    assert "system.posix_acl_default" not in os.listxattr(project / "docs")
+
+
+@pytest.mark.usefixtures("slow_watch")
+async def test_a_quarantine_that_breaks_unexpectedly_shuts_the_sandbox(
+    fs: FileTools, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object) -> None:
+        raise RuntimeError("unforeseen")
+
+    monkeypatch.setattr(secret_quarantine, "quarantine_since", broken)
+    session = await fs.exec_command(COPY_AND_HIDE, yield_time_ms=100)
+    await person_adds_the_secret(project)
+    result = await fs.write_stdin(session.data["session_id"], "", yield_time_ms=0)
+    assert result.data["ended"] == "secrets_changed" and SECRET not in result.text
+    assert result.data["secret_copies_left"] >= 1, result.data
+    refused = await fs.read_file("b/copy.txt")
     assert not refused.ok and refused.data["cause"] == "secret_copies_left", refused.text

@@ -88,9 +88,12 @@ class SecretGuard:
             with session.lock:
                 session.withhold("secrets_changed")
         self._slot.clear_tmpdir()
-        done = secret_quarantine.quarantine_since(
-            self._protect, self.policy.denied_patterns, trip.since_ns
-        )
+        try:
+            done = secret_quarantine.quarantine_since(
+                self._protect, self.policy.denied_patterns, trip.since_ns
+            )
+        except Exception:  # whatever broke it (a name, a full disk), nothing stays open
+            done = secret_quarantine.Quarantined(left=list(self._protect))
         self._copies_left = done.left
         note = {
             "secret_appeared": trip.cause,

@@ -8,8 +8,8 @@ file by its change time, a folder by its birth time) moves into the root's
 ``.tinyagent-quarantine/<trip>/`` under a number, with a manifest of where each came
 from. That folder is denied by the default policy, so listings and file tools skip
 it and commands see it empty. Folders that only changed keep their place; their user
-extended attributes are removed and their times reset. The model is told how many
-entries moved, never their names.
+extended attributes and ACLs are removed and their times reset. The model is told how
+many entries moved, never their names.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ QUARANTINE_DIR = ".tinyagent-quarantine"
 KEPT = (IGNORE_FILE_NAME, QUARANTINE_DIR)
 """Never moved: the denials (a session cannot write them) and the quarantine itself (a
 file planted under its name is removed when the folder is made)."""
+ACL_ATTRIBUTES = ("system.posix_acl_access", "system.posix_acl_default")
+"""A folder's ACLs: a session can set their permission bits to anything it likes."""
 STATX_BTIME = 0x800
 AT_SYMLINK_NOFOLLOW = 0x100
 _STATX_SIZE = 256
@@ -124,7 +126,7 @@ def _move_all(root: str, root_fd: int, taken: list[str], trip: str, left: list[s
                 continue
             manifest[str(number)] = relative
         record = {"moved": manifest, "left": left}
-        data = json.dumps(record, ensure_ascii=False, indent=1).encode()
+        data = json.dumps(record, indent=1).encode()  # ASCII: a name may not be UTF-8
         try:
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL
             fd = os.open("manifest.json", flags, 0o600, dir_fd=holder)
@@ -175,12 +177,12 @@ def _move_one(root_fd: int, relative: str, holder: int, number: str) -> None:
 
 def _scrubbed(root_fd: int, relative: str) -> bool:
     """Whether a folder that stays was cleared of what a session could have written
-    into it besides entries (user extended attributes, its times)."""
+    into it besides entries (user extended attributes, ACLs, its times)."""
     try:
         fd = kc.open_beneath(root_fd, relative, os.O_RDONLY | os.O_DIRECTORY)
         try:
             for attribute in os.listxattr(fd):
-                if attribute.startswith("user."):
+                if attribute.startswith("user.") or attribute in ACL_ATTRIBUTES:
                     os.removexattr(fd, attribute)
             os.utime(fd)
         finally:
