@@ -4,6 +4,7 @@ processes whose requests reach the sidebar (shared by the pending browser tests)
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -21,11 +22,13 @@ ROW = f"{SECTION} .jp-TinyAgentFS-pendingRow"
 BADGE = ".jp-TinyAgentFS-pendingBadge"
 TOAST = ".jp-toast-message"
 
+_running_agents: list[subprocess.Popen[str]] = []
+
 
 @contextmanager
 def pending_lab(root: Path, home: Path) -> Iterator[JupyterProcess]:
-    """JupyterLab without the news toast, its audit log in ``home``; proposals no agent
-    waits for are dropped after 2 s."""
+    """JupyterLab without the news toast, its audit log in ``home``; a proposal no
+    agent waits for is dropped after 5 s (soon, yet with room for a slow machine)."""
     require_browser()
     news = home / "lab-settings" / "@jupyterlab" / "apputils-extension"
     news.mkdir(parents=True)
@@ -34,7 +37,7 @@ def pending_lab(root: Path, home: Path) -> Iterator[JupyterProcess]:
         "lab",
         root,
         home,
-        extra_args=["--TinyAgentFSServer.approval_abandon_s=2"],
+        extra_args=["--TinyAgentFSServer.approval_abandon_s=5"],
         env={
             "TINYAGENT_FS_AUDIT_DIR": str(home / "audit"),
             "TINYAGENT_FS_JOURNAL_DIR": str(home / "journal"),
@@ -68,7 +71,7 @@ def lab_page(lab: JupyterProcess) -> Iterator[Any]:
 def agent(lab: JupyterProcess, project: Path, tool: str, args: dict, *extra: str) -> Any:
     """``tests.approval_agent`` asking this JupyterLab; its results come on stdout."""
     project.mkdir(exist_ok=True)
-    return subprocess.Popen(
+    process = subprocess.Popen(
         [
             sys.executable,
             "-m",
@@ -85,6 +88,24 @@ def agent(lab: JupyterProcess, project: Path, tool: str, args: dict, *extra: str
         stderr=subprocess.PIPE,
         text=True,
     )
+    _running_agents.append(process)
+    return process
+
+
+def stop_agents() -> None:
+    """End the agents a test started, so one that failed leaves no card for the next.
+
+    An interrupted agent withdraws its proposal, as a person's Ctrl+C would; one
+    that does not end in 15 s is killed (the server then drops its card)."""
+    while _running_agents:
+        process = _running_agents.pop()
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            try:
+                process.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        process.communicate()
 
 
 def results_of(process: Any, timeout: float = 60) -> list[dict[str, Any]]:

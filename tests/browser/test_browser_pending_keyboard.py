@@ -65,6 +65,12 @@ def page(lab: JupyterProcess) -> Iterator[Any]:
 
 
 @pytest.fixture(autouse=True)
+def nothing_pending_before(page: Any) -> None:
+    """The keyboard walks start at the heading: no card a failed test left may come first."""
+    wait_no_rows(page, timeout_ms=30_000)
+
+
+@pytest.fixture(autouse=True)
 def screenshot_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
     failed_before = request.session.testsfailed
     yield

@@ -5,7 +5,9 @@ proposal here; any frontend (the sidebar) answers it. One answer counts: a
 proposal is decided, withdrawn by its agent, or expired, once. A decision names
 the proposal's hash and session, so it can never apply to a changed proposal.
 An agent that stops waiting (its long-poll gone for ``abandon_s``) loses its
-proposal, so a killed script leaves no row behind. Transport-free: the
+proposal, so a killed script leaves no row behind; that absence is counted in
+the sweeper's ticks, so a server whose loop was blocked does not blame the agent
+for the time it could not hear it. Transport-free: the
 handlers (``approval_handlers``) and the event bus are given to it.
 """
 
@@ -65,6 +67,7 @@ class Proposal:
     finished: asyncio.Event = field(default_factory=asyncio.Event)
     waiting: int = 0
     last_seen: float = field(default_factory=time.monotonic)
+    unheard_ticks: int = 0
 
     def to_dict(self) -> Row:
         return {
@@ -164,6 +167,7 @@ class ApprovalBroker:
         finally:
             proposal.waiting -= 1
             proposal.last_seen = time.monotonic()
+            proposal.unheard_ticks = 0
         return proposal
 
     def withdraw(self, approval_id: str) -> Proposal:
@@ -203,17 +207,25 @@ class ApprovalBroker:
     # --- keeping it clean -------------------------------------------------
 
     def sweep(self) -> None:
-        """Expire proposals past their deadline and drop those no agent waits for."""
+        """Expire proposals past their deadline and forget settled ones once collected."""
         now = time.monotonic()
         for proposal in list(self.pending.values()):
             if proposal.state != "pending":
                 if now - proposal.last_seen > self.abandon_s:
                     del self.pending[proposal.id]  # settled and collected (or never will be)
-                continue
-            if proposal.deadline is not None and now >= proposal.deadline:
+            elif proposal.deadline is not None and now >= proposal.deadline:
                 self._finish(proposal, "expired")
-            elif not proposal.waiting and now - proposal.last_seen > self.abandon_s:
-                self._finish(proposal, "abandoned")
+
+    def tick(self, interval_s: float) -> None:
+        """One sweep of the sweeper, ``interval_s`` after the last: a proposal no agent
+        has waited for during ``abandon_s`` worth of ticks is dropped. A tick that came
+        late (the loop was blocked) counts once, since no agent could be heard meanwhile."""
+        for proposal in list(self.pending.values()):
+            if proposal.state == "pending" and not proposal.waiting:
+                proposal.unheard_ticks += 1
+                if proposal.unheard_ticks * interval_s > self.abandon_s:
+                    self._finish(proposal, "abandoned")
+        self.sweep()
 
     def start(self, interval_s: float = 0.5) -> None:
         if self._sweeper is None:
@@ -231,8 +243,8 @@ class ApprovalBroker:
 
     async def _sweep_every(self, interval_s: float) -> None:
         while True:
-            self.sweep()
             await asyncio.sleep(interval_s)
+            self.tick(interval_s)
 
     def _find(self, approval_id: str) -> Proposal:
         proposal = self.pending.get(approval_id)
