@@ -13,6 +13,7 @@ import errno
 import os
 import shutil
 import stat
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -39,6 +40,8 @@ CONTAINERS = frozenset({".git", "hooks", "worktrees", "modules"})
 """Folders watched by identity only: what matters is inside them (or that they are a symlink)."""
 NOT_RUN = (".sample", QUARANTINE_SUFFIX)
 """Hook names git never runs."""
+OPEN_PARENTS = 16
+"""Folders one walk keeps open for its stats."""
 
 Stamp = tuple[int, ...]
 Key = tuple[str, str]
@@ -82,8 +85,20 @@ class _Walk:
         self.symlinks: list[str] = []
         self.git_data: list[str] = []
         """Folders of git directories the walk does not enter (``GIT_DATA``), as paths."""
+        self.parents: OrderedDict[str, int | None] = OrderedDict()
+        """The last folders a stat was made in, kept open (None: not there, or beneath a
+        symlink): some fifty names are looked up in a handful of folders, and a tree of
+        many repositories must not run out of descriptors."""
 
     def run(self) -> None:
+        try:
+            self._run()
+        finally:
+            for fd in self.parents.values():
+                if fd is not None:
+                    os.close(fd)
+
+    def _run(self) -> None:
         for relative in sorted(ROOT_CONTAINERS | set(ROOT_FILES)):
             self._add(relative)
         for folder in ROOT_FOLDERS:
@@ -146,23 +161,37 @@ class _Walk:
                 self._add(f"{folder}/{name}")
 
     def _stat(self, relative: str) -> os.stat_result | None:
-        parent, name = os.path.split(relative)
-        try:
-            fd = kc.open_beneath(self.root_fd, parent or ".", os.O_PATH | os.O_DIRECTORY)
-        except (FileNotFoundError, NotADirectoryError):
+        parent, _, name = relative.rpartition("/")
+        fd = self._parent(parent)
+        if fd is None:
             return None
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.EXDEV):
-                return None  # beneath a symlink: git does not look there; the symlink is watched
-            raise ScanFailed(f"{self._path(relative)}: {exc.strerror}") from None
         try:
             return os.stat(name or ".", dir_fd=fd, follow_symlinks=False)
         except FileNotFoundError:
             return None
         except OSError as exc:
             raise ScanFailed(f"{self._path(relative)}: {exc.strerror}") from None
-        finally:
-            os.close(fd)
+
+    def _parent(self, parent: str) -> int | None:
+        if not parent:
+            return self.root_fd
+        if parent in self.parents:
+            self.parents.move_to_end(parent)
+            return self.parents[parent]
+        try:
+            fd: int | None = kc.open_beneath(self.root_fd, parent, os.O_PATH | os.O_DIRECTORY)
+        except (FileNotFoundError, NotADirectoryError):
+            fd = None
+        except OSError as exc:
+            if exc.errno not in (errno.ELOOP, errno.EXDEV):
+                raise ScanFailed(f"{self._path(parent)}: {exc.strerror}") from None
+            fd = None  # beneath a symlink: git does not look there; the symlink is watched
+        self.parents[parent] = fd
+        if len(self.parents) > OPEN_PARENTS:
+            _, oldest = self.parents.popitem(last=False)
+            if oldest is not None:
+                os.close(oldest)
+        return fd
 
     def _add(self, relative: str) -> None:
         info = self._stat(relative)
