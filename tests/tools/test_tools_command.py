@@ -90,3 +90,13 @@ async def test_sandboxed_command_cannot_write_outside_or_reach_network(
     assert net.data["exit_code"] != 0
     assert "Operation not permitted" in net.data["stderr"] or "Permission" in net.data["stderr"]
     await fs.close()
+
+
+@pytest.mark.parametrize("workdir", ["README.md", "missing", "docs/guide.md/x"])
+async def test_a_workdir_that_is_not_a_folder_runs_nothing(
+    fs: FileTools, project: Path, workdir: str
+) -> None:
+    result = await fs.run_command("touch ran", workdir=workdir)
+    assert result.error.code == "NOT_A_DIRECTORY", result.text
+    assert result.error.message == f"workdir {workdir} is not a directory"
+    assert not list(project.rglob("ran"))

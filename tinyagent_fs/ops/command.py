@@ -40,6 +40,9 @@ DRAIN_AFTER_EXIT_S = 0.2
 """How long output is still read once the shell has exited (background writers)."""
 POLL_S = 0.05
 """How often the exit of the shell is checked while a background child holds a pipe."""
+WORKDIR_REFUSED = "workdir_not_a_directory"
+"""The cause of the refusal of a workdir that is missing or not a folder (checked
+here, where the shell starts, not asked of the worker first)."""
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 RLIMITS = {
     "cpu_s": resource.RLIMIT_CPU,
@@ -406,6 +409,7 @@ def check_arguments(
             ErrorCode.NOT_FOUND if not os.path.exists(workdir) else ErrorCode.NOT_A_DIRECTORY,
             f"working directory {workdir} is not a directory",
             "run the command from the root or an existing directory inside it",
+            details={"cause": WORKDIR_REFUSED},
         )
     if not timeout_s > 0:
         raise ToolError(ErrorCode.INVALID_ARGUMENT, "timeout_s must be positive")

@@ -6,6 +6,7 @@ from typing import Any
 
 from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Risk
+from ..ops.command import WORKDIR_REFUSED
 from ..result import ToolResult
 from .context import ToolContext
 from .spec import PathIntent, ToolSpec, schema, string
@@ -29,21 +30,23 @@ def require_confinement(ctx: ToolContext) -> None:
 
 async def run_command(ctx: ToolContext, args: dict[str, Any]) -> ToolResult:
     workdir = ctx.resolve(args["workdir"])
-    info = await ctx.stat(workdir)
-    if info is None or info["type"] != "directory":
-        raise ToolError(
-            ErrorCode.NOT_A_DIRECTORY,
-            f"workdir {ctx.relative(workdir)} is not a directory",
-            "give a directory inside the project, or leave workdir out",
+    try:
+        outcome = await ctx.provider.call(
+            "run_command",
+            command=args["command"],
+            workdir=str(workdir),
+            timeout_s=float(args["timeout_s"]),
+            env=args["env"],
+            home=str(ctx.root),
         )
-    outcome = await ctx.provider.call(
-        "run_command",
-        command=args["command"],
-        workdir=str(workdir),
-        timeout_s=float(args["timeout_s"]),
-        env=args["env"],
-        home=str(ctx.root),
-    )
+    except ToolError as exc:
+        if exc.details.get("cause") == WORKDIR_REFUSED:  # said with the path the model gave
+            raise ToolError(
+                ErrorCode.NOT_A_DIRECTORY,
+                f"workdir {ctx.relative(workdir)} is not a directory",
+                "give a directory inside the project, or leave workdir out",
+            ) from None
+        raise
     lines = [
         f"exit code {outcome['exit_code']} after {outcome['duration_ms']:.0f} ms"
         + (f" (killed: timed out after {args['timeout_s']} s)" if outcome["timed_out"] else "")
