@@ -13,8 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tinyagent_fs.ops.command import command_env
+
 NUMBER_WIDTH = 6
 READ_WINDOW = 2000
+SHELL_ENV = command_env(os.environ.get("HOME", "/tmp"), None)
 
 
 def raw_atomic_write(path: Path, data: bytes, sync_directory: bool = False) -> None:
@@ -70,6 +73,13 @@ def git_apply_synced(patch_file: Path, cwd: Path, written: list[Path]) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def unsandboxed_shell_true() -> None:
+    """``/bin/bash -c true`` in the environment run_command gives its shell
+    (``command_env``: ``LANG=C.UTF-8`` and the rest): an unsandboxed run_command of
+    ``true``, the shell's start included; no confinement, no output captured."""
+    subprocess.run(["/bin/bash", "-c", "true"], env=SHELL_ENV, check=True)
 
 
 def unsandboxed_true() -> None:

@@ -7,11 +7,11 @@ Both through ``FileTools`` on the Linux sandbox as an agent gets it
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 
-from baselines import bare_interpreter, unsandboxed_true
+from baselines import bare_interpreter, unsandboxed_shell_true, unsandboxed_true
 from figure import Figure, Kind, Prepare, Target, plain, tool
 from figures_files import toolkit
 from rounds import Side
@@ -33,12 +33,17 @@ def make_tree(root: Path, files: int) -> None:
         (folder / f"f{index:05}.py").write_bytes(b"x = 1\n")
 
 
-@asynccontextmanager
-async def command(root: Path) -> AsyncIterator[tuple[Side, Side]]:
-    root.mkdir()
-    (root / "README.md").write_text("a small project\n")
-    async with toolkit(root, "linux") as fs:
-        yield tool(fs, lambda: fs.run_command("true")), plain(unsandboxed_true)
+def command(baseline: Callable[[], None]) -> Prepare:
+    """``run_command("true")`` on the sandbox against ``baseline``."""
+
+    @asynccontextmanager
+    async def prepare(root: Path) -> AsyncIterator[tuple[Side, Side]]:
+        root.mkdir()
+        (root / "README.md").write_text("a small project\n")
+        async with toolkit(root, "linux") as fs:
+            yield tool(fs, lambda: fs.run_command("true")), plain(baseline)
+
+    return prepare
 
 
 def first_call(files: int) -> Prepare:
@@ -73,9 +78,15 @@ def figures() -> list[Figure]:
         Figure(
             "sandbox.command",
             "run_command true, linux",
-            unsandboxed_true,
-            command,
+            unsandboxed_shell_true,
+            command(unsandboxed_shell_true),
             Target("<= +3 ms", Kind.OVERHEAD, 3e-3),
+        ),
+        Figure(
+            "sandbox.command-plain",
+            "  the same against true without a shell",
+            unsandboxed_true,
+            command(unsandboxed_true),
         ),
         Figure(
             "sandbox.start-empty",
