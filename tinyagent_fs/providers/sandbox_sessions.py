@@ -185,6 +185,7 @@ class SandboxSessions:
     def _settle_unlocked(self, session: sessions.Session) -> None:
         session.settled = True
         self._sessions_settled += 1
+        self._hand_down_walk(session)
         try:
             if code_watch.settle(self._protect, session.before, session.settle_note):
                 self._slot.stop()
@@ -192,6 +193,17 @@ class SandboxSessions:
             session.settle_note["error"] = exc.to_dict()
             self._slot.stop()
         self._guardian_update()
+
+    def _hand_down_walk(self, session: sessions.Session) -> None:
+        """Sessions not settled yet that started after ``session`` walked a tree it may
+        already have changed, and its after-walk races with them (one can hide a hook
+        from it for a moment): each takes over its older walk, so their after-walks
+        judge anything either planted against a tree no session had touched."""
+        if session.before is None:
+            return
+        for other in self.sessions.not_settled():
+            if other.started > session.started and other.before is not None:
+                other.before = session.before
 
     def _sessions_lost(self) -> None:
         """The worker is gone, and every session with it: settle them all now."""

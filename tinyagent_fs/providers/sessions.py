@@ -210,6 +210,10 @@ class SessionTable:
     def unsettled(self) -> list[Session]:
         return [s for s in self._all() if not s.live and not s.settled]
 
+    def not_settled(self) -> list[Session]:
+        """Running or ended, their after-walk still to come."""
+        return [s for s in self._all() if not s.settled]
+
     def forget_settled(self, keep: int = 32) -> None:
         """Drop the oldest ended and settled sessions beyond ``keep`` (their ids stay unused)."""
         with self._lock:
