@@ -66,15 +66,6 @@ def lab(tmp_path_factory: pytest.TempPathFactory, audit_log: Path) -> Iterator[J
     process.stop()
 
 
-@pytest.fixture(autouse=True)
-def screenshot_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
-    """What the browser showed when a test failed, beside the other screenshots."""
-    failed_before = request.session.testsfailed
-    yield
-    if request.session.testsfailed > failed_before and "page" in request.fixturenames:
-        shot(request.getfixturevalue("page"), f"failed-{request.node.name}")
-
-
 @pytest.fixture(scope="module")
 def page(lab: JupyterProcess) -> Iterator[Any]:
     with notebook_tab(lab, NOTEBOOK, ARTIFACTS) as tab:

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.test_browser_audit_sidebar import ARTIFACTS, run_cell, shot
+from tests.browser.test_browser_audit_sidebar import ARTIFACTS, run_cell
 from tests.browser_support import notebook_tab, start_notebook_lab
 from tests.jupyter.test_jupyter_card_form import named, results, run_setup
 from tests.jupyter_process import JupyterProcess
@@ -77,14 +77,6 @@ def page(lab: JupyterProcess) -> Iterator[Any]:
     with notebook_tab(lab, NOTEBOOK, ARTIFACTS, (900, 800)) as tab:
         run_setup(tab)
         yield tab
-
-
-@pytest.fixture(autouse=True)
-def screenshot_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
-    failed_before = request.session.testsfailed
-    yield
-    if request.session.testsfailed > failed_before and "page" in request.fixturenames:
-        shot(request.getfixturevalue("page"), f"failed-{request.node.name}")
 
 
 def cell(page: Any, index: int) -> Any:

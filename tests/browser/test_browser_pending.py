@@ -47,14 +47,6 @@ def page(lab: JupyterProcess) -> Iterator[Any]:
         yield tab
 
 
-@pytest.fixture(autouse=True)
-def screenshot_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
-    failed_before = request.session.testsfailed
-    yield
-    if request.session.testsfailed > failed_before and "page" in request.fixturenames:
-        shot(request.getfixturevalue("page"), f"failed-{request.node.name}")
-
-
 def test_approve_in_the_sidebar_writes_the_file_and_the_audit_names_who(
     lab: JupyterProcess, page: Any, tmp_path: Path
 ) -> None:

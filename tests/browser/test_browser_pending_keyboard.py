@@ -70,14 +70,6 @@ def nothing_pending_before(page: Any) -> None:
     wait_no_rows(page, timeout_ms=30_000)
 
 
-@pytest.fixture(autouse=True)
-def screenshot_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
-    failed_before = request.session.testsfailed
-    yield
-    if request.session.testsfailed > failed_before and "page" in request.fixturenames:
-        shot(request.getfixturevalue("page"), f"failed-{request.node.name}")
-
-
 def focused(page: Any) -> str:
     return str(page.evaluate(FOCUSED))
 

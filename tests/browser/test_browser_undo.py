@@ -63,14 +63,6 @@ def page(lab: JupyterProcess) -> Iterator[Any]:
         yield tab
 
 
-@pytest.fixture(autouse=True)
-def screenshot_on_failure(request: pytest.FixtureRequest) -> Iterator[None]:
-    failed_before = request.session.testsfailed
-    yield
-    if request.session.testsfailed > failed_before and "page" in request.fixturenames:
-        shot(request.getfixturevalue("page"), f"failed-{request.node.name}")
-
-
 def audit_events(lab: JupyterProcess) -> list[dict[str, Any]]:
     path = Path(lab.env["TINYAGENT_FS_AUDIT_DIR"]) / "audit.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -162,15 +162,13 @@ def _move_one(root_fd: int, relative: str, holder: int, number: str) -> None:
     parent_rel, name = os.path.split(relative)
     parent = kc.open_beneath(root_fd, parent_rel or ".", os.O_PATH | os.O_DIRECTORY)
     try:
-        mode = stat.S_IMODE(os.fstat(parent).st_mode)
-        if mode & stat.S_IRWXU != stat.S_IRWXU and os.geteuid() != 0:
-            os.chmod(f"/proc/self/fd/{parent}", mode | stat.S_IRWXU)  # a session made it 0555
-        try:
-            os.rename(name, number, src_dir_fd=parent, dst_dir_fd=holder)
-        except OSError as exc:
-            if exc.errno == errno.ENOENT:
-                raise
-            code_files.remove_entry(parent, name)
+        with code_files.writable(parent):  # a session may have made it 0555
+            try:
+                os.rename(name, number, src_dir_fd=parent, dst_dir_fd=holder)
+            except OSError as exc:
+                if exc.errno == errno.ENOENT:
+                    raise
+                code_files.remove_entry(parent, name)
     finally:
         os.close(parent)
 

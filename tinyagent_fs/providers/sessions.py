@@ -223,7 +223,7 @@ class SessionTable:
 
     def oldest_before(self) -> Any:
         """The earliest before-walk among live and unsettled sessions (covers them all)."""
-        pending = [s for s in self._all() if not s.settled and s.before is not None]
+        pending = [s for s in self.not_settled() if s.before is not None]
         return min(pending, key=lambda s: s.started).before if pending else None
 
     def all_lost(self, why: str) -> None:

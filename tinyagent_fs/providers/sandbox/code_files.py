@@ -317,7 +317,7 @@ def _move_aside(root: str, relative: str) -> dict[str, str]:
     finally:
         os.close(root_fd)
     try:
-        with _writable(parent):
+        with writable(parent):
             aside = _free_name(parent, name + QUARANTINE_SUFFIX)
             try:
                 os.rename(name, aside, src_dir_fd=parent, dst_dir_fd=parent)
@@ -331,7 +331,7 @@ def _move_aside(root: str, relative: str) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def _writable(dir_fd: int) -> Iterator[None]:
+def writable(dir_fd: int) -> Iterator[None]:
     """The folder writable for this process meanwhile (a command may have made it 0555)."""
     mode = stat.S_IMODE(os.fstat(dir_fd).st_mode)
     opened = mode | stat.S_IRWXU
