@@ -1,5 +1,6 @@
 """A hook planted by one session and hidden while its after-walk runs, by another session
-that started after the plant: the later session's walk must not take the hook as given.
+that started after the plant: the later session's walk must not take the hook as given;
+nor may the next walk, when a session's after-walk failed.
 
 Each session's after-walk compares the tree with the walk made when it started. A
 session started while another ran begins from a tree the other may already have
@@ -16,6 +17,7 @@ from typing import Any
 import pytest
 
 from tinyagent_fs import FileTools, SandboxPolicy
+from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.providers import code_watch
 from tinyagent_fs.providers.linux import LinuxSandboxProvider
@@ -82,3 +84,33 @@ async def test_a_hook_hidden_during_the_first_sessions_walk_is_still_quarantined
     assert [p.name for p in (root / "a" / "g").iterdir() if p.name.startswith("hooks")] == [
         "hooks.quarantined"
     ]
+
+
+async def test_a_session_whose_after_walk_failed_is_walked_again_before_the_next_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "project"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    nested_git_dir_without_hooks(root / "a" / "g")
+    (root / "hk").mkdir()
+    provider = LinuxSandboxProvider(root, SandboxPolicy())
+    async with FileTools(root, provider=provider, hooks=[AutoApprovePolicy()]) as fs:
+        session = await fs.exec_command("ln -s ../../hk a/g/hooks; sleep 60", yield_time_ms=500)
+        assert (root / "a" / "g" / "hooks").is_symlink(), session.text
+        real_scan = code_watch.scan
+
+        def failing_scan(roots: list[str], before: Any = None) -> Any:
+            if before is not None:
+                raise ToolError(ErrorCode.SANDBOX_FAILURE, "cannot walk")
+            return real_scan(roots, before)
+
+        monkeypatch.setattr(code_watch, "scan", failing_scan)
+        closed = await fs.close_session(session.data["session_id"])
+        assert "cannot walk" in closed.text, closed.text
+        assert (root / "a" / "g" / "hooks").is_symlink()
+        monkeypatch.setattr(code_watch, "scan", real_scan)
+        ran = await fs.run_command("true")
+        assert ran.ok, ran.text
+    assert not (root / "a" / "g" / "hooks").is_symlink(), "taken for the person's own"
+    assert (root / "a" / "g" / "hooks.quarantined").is_symlink()

@@ -141,9 +141,9 @@ class LinuxSandboxProvider(SandboxSessions, SecretGuard, Provider):
         self._slot.on_stop = _weakly(self, LinuxSandboxProvider._sessions_lost)
         self._guardian = SettleGuardian()
         self._unsettled: CodeFiles | None = None
-        """The before-walk of a command whose after-walk failed (a folder it could not
-        search): walked against again before the next command, so what the command
-        planted is not taken for the person's once the folder is fixed."""
+        """The before-walk of a command or session whose after-walk failed (a folder it
+        could not search): walked against again before the next command or session, so
+        what it planted is not taken for the person's once the folder is fixed."""
         self._finalizer = weakref.finalize(self, _release, self._slot, self._guardian)
         self._protected: dict[tuple[str, str], tuple[int, int]] = {}
         """Identity of each file the current worker protects, as the toolkit saw it."""

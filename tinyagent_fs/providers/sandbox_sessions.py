@@ -190,8 +190,14 @@ class SandboxSessions:
             if code_watch.settle(self._protect, session.before, session.settle_note):
                 self._slot.stop()
         except ToolError as exc:
-            session.settle_note["error"] = exc.to_dict()
+            session.settle_note["error"] = exc.info().to_dict()
             self._slot.stop()
+            if session.before is not None:
+                # walked against again before the next command or session, as a failed
+                # command's is: no walk pending is older (a command pending ran while
+                # this session lived; a session settled before it that began earlier
+                # handed its walk down to this one)
+                self._unsettled = session.before
         self._guardian_update()
 
     def _hand_down_walk(self, session: sessions.Session) -> None:
