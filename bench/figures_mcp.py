@@ -92,12 +92,19 @@ async def connect(kind: str, server: Server, root: Path, stack: AsyncExitStack) 
     return client
 
 
-def server_side(client: Any, server: Server, root: Path, operation: str) -> Side:
-    """Times one call; a write names a new file every time."""
+def server_side(
+    client: Any, server: Server, root: Path, operation: str, changed: bool = False
+) -> Side:
+    """Times one call; a write names a new file every time. ``changed``: before each
+    call (untimed), one listed file is renamed, so the directory is read anew."""
     counter = itertools.count()
 
     async def side() -> float:
-        name, args = server.calls[operation](next(counter))
+        index = next(counter)
+        if changed:
+            names = (root / "many" / "f0000.txt", root / "many" / "f0000.txu")
+            names[index % 2].rename(names[1 - index % 2])
+        name, args = server.calls[operation](index)
         if server.name == "reference":
             args = {**args, "path": str(root / args["path"])}
         began = time.perf_counter()
@@ -110,7 +117,7 @@ def server_side(client: Any, server: Server, root: Path, operation: str) -> Side
     return side
 
 
-def servers(kind: str, operation: str) -> Prepare:
+def servers(kind: str, operation: str, changed: bool = False) -> Prepare:
     @asynccontextmanager
     async def prepare(folder: Path) -> AsyncIterator[tuple[Side, Side]]:
         sides: list[Side] = []
@@ -119,7 +126,7 @@ def servers(kind: str, operation: str) -> Prepare:
                 root = folder / server.name
                 make_files(root)
                 client = await connect(kind, server, root, stack)
-                sides.append(server_side(client, server, root, operation))
+                sides.append(server_side(client, server, root, operation, changed))
                 if operation != OPERATIONS["write"]:  # warm caches, as a second look would
                     await sides[-1]()
             yield sides[0], sides[1]
@@ -128,17 +135,30 @@ def servers(kind: str, operation: str) -> Prepare:
 
 
 def figures() -> list[Figure]:
-    return [
-        Figure(
-            f"mcp.{kind}.{short}",
-            f"mcp {operation}, {client}",
-            REFERENCE_SERVER,
-            servers(kind, operation),
-            at_most(1),
-        )
-        for kind, client in CLIENTS.items()
-        for short, operation in OPERATIONS.items()
-    ]
+    """Each operation with each client; after each listing, the same listing of a
+    directory changed before every call, which no server can have kept (context)."""
+    out = []
+    for kind, client in CLIENTS.items():
+        for short, operation in OPERATIONS.items():
+            out.append(
+                Figure(
+                    f"mcp.{kind}.{short}",
+                    f"mcp {operation}, {client}",
+                    REFERENCE_SERVER,
+                    servers(kind, operation),
+                    at_most(1),
+                )
+            )
+            if short == "list":
+                out.append(
+                    Figure(
+                        f"mcp.{kind}.list-changed",
+                        "  the same, the directory changed before each call",
+                        REFERENCE_SERVER,
+                        servers(kind, operation, changed=True),
+                    )
+                )
+    return out
 
 
 def reference_installed() -> bool:

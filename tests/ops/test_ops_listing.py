@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from tinyagent_fs.errors import ErrorCode, ToolError
-from tinyagent_fs.ops.listing import DIRECTORY, FILE, SYMLINK, list_tree
+from tinyagent_fs.ops.dir_entries import DIRECTORY, FILE, SYMLINK
+from tinyagent_fs.ops.listing import list_tree
 from tinyagent_fs.ops.packed_paths import unpack_paths
 
 from ..ops_tree import DENIED, build_tree

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import replace
 from pathlib import Path
 
-from tinyagent_fs import FileTools
+from tinyagent_fs import FileTools, SandboxPolicy
+from tinyagent_fs.ops import dir_entries
 
 
 async def test_delete_file_reports_what_was_removed(fs: FileTools, project: Path) -> None:
@@ -197,3 +200,42 @@ async def test_list_directory_draws_a_tree_and_returns_parallel_columns(
         "[... 2 more entries not shown; raise limit or list a subdirectory]",
     ]
     assert below.data["paths"] == ["src/pkg"] and below.data["omitted"] == 2
+
+
+async def test_a_listing_shows_every_change_since_the_last_one(
+    fs: FileTools, project: Path
+) -> None:
+    """The entries of a directory still for a while are kept between listings
+    (``ops.dir_entries``); whoever changes it, the next listing shows the change."""
+    time.sleep(dir_entries.RACY_NS / 1e9 + 0.05)
+
+    async def shown() -> list[str]:
+        listing = await fs.list_directory(".")
+        assert listing.ok, listing.text
+        return listing.data["paths"]
+
+    assert await shown() == ["README.md", "docs", "src"]
+    assert (await fs.write_file("made-by-tool.txt", "x\n")).ok
+    assert await shown() == ["README.md", "docs", "made-by-tool.txt", "src"]
+    before = os.stat(project)
+    (project / "docs").rename(project / "manual")  # by someone else, the mtime put back
+    os.utime(project, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert await shown() == ["README.md", "made-by-tool.txt", "manual", "src"]
+    assert (await fs.delete_path("made-by-tool.txt")).ok
+    assert await shown() == ["README.md", "manual", "src"]
+
+
+async def test_each_toolkit_hides_what_its_own_policy_denies(project: Path) -> None:
+    """Two toolkits in one process share the kept entries of a directory, never a
+    decision on what to hide."""
+    time.sleep(dir_entries.RACY_NS / 1e9 + 0.05)
+    policy = SandboxPolicy()
+    strict = replace(policy, denied_patterns=(*policy.denied_patterns, "*.md"))
+    lenient_fs, strict_fs = FileTools(project), FileTools(project, strict)
+    try:
+        for _ in range(2):
+            assert "README.md" in (await lenient_fs.list_directory(".")).data["paths"]
+            assert "README.md" not in (await strict_fs.list_directory(".")).data["paths"]
+    finally:
+        await lenient_fs.close()
+        await strict_fs.close()

@@ -7,13 +7,13 @@ import os
 from typing import Any
 
 from ..errors import ErrorCode, ToolError
+from .dir_entries import DIRECTORY, FILE, SYMLINK, read_entries
 from .ignore import (
     DIRECTORY_FLAGS,
     GIT_DIR_NAME,
     IgnoreRules,
     load_ignore_rules,
     open_subdirectory,
-    sorted_entries,
 )
 from .packed_paths import pack_runs
 
@@ -43,7 +43,8 @@ def list_tree(
     keeps counting past the limit so the model knows how much it did not see, but
     that count stops at ``COUNT_FACTOR * limit`` entries and then is a lower bound.
     Kinds come from the directory entries themselves (``d_type``), so a listing
-    needs no stat at all; with ``sizes`` regular files are stat'ed for their size,
+    needs no stat at all, and a directory unchanged since it was last read is not
+    read again (``dir_entries``); with ``sizes`` regular files are stat'ed for their size,
     by name beneath their directory's descriptor (most of a big listing's cost).
     Subdirectories are opened beneath it without following links.
 
@@ -118,14 +119,14 @@ class _Listing:
 
     def visit(self, fd: int, rel_dir: str, depth_left: int) -> None:
         prefix = rel_dir + "/" if rel_dir else ""
-        children, names, kinds = self._shown_entries(fd, prefix)
+        names, kinds = self._shown_entries(fd, prefix)
         ignored = self._ignored(prefix, names, kinds)
         start = 0
         if depth_left > 1:
             for index, kind in enumerate(kinds):
                 if kind is not DIRECTORY or names[index] in ignored:
                     continue
-                self._add(prefix, children, names, kinds, ignored, start, index + 1)
+                self._add(fd, prefix, names, kinds, ignored, start, index + 1)
                 start = index + 1
                 if self.stopped:
                     return
@@ -138,27 +139,20 @@ class _Listing:
                     os.close(subdirectory)
                 if self.stopped:
                     return
-        self._add(prefix, children, names, kinds, ignored, start, len(names))
+        self._add(fd, prefix, names, kinds, ignored, start, len(names))
 
-    def _shown_entries(
-        self, fd: int, prefix: str
-    ) -> tuple[list[os.DirEntry[str]], list[str], list[str]]:
-        """The entries of a directory a listing may show, their names and their kinds.
+    def _shown_entries(self, fd: int, prefix: str) -> tuple[list[str], list[str]]:
+        """The names of a directory's entries a listing may show, and their kinds.
 
         Hidden entries go unless asked for; denied ones always go, a link when
         its name is denied for files or for directories.
         """
-        children = sorted_entries(fd)
-        names = [child.name for child in children]
+        names, kinds = read_entries(fd)
         if not self.include_hidden:
             # Sorted by code point, the names that start with "." are one run: those
             # from "." up to "/" (the next code point, which no name contains).
             first, end = bisect.bisect_left(names, "."), bisect.bisect_left(names, "/")
-            del children[first:end], names[first:end]
-        try:
-            kinds = [FILE if c.is_file(follow_symlinks=False) else _kind(c) for c in children]
-        except OSError:  # no d_type here and an lstat failed: entry by entry, then
-            kinds = list(map(_kind, children))
+            del names[first:end], kinds[first:end]
         suspects = self.rules.denial_candidates(names)
         if suspects is None or suspects:
             is_denied = self.rules.is_denied
@@ -171,11 +165,10 @@ class _Listing:
                     or (kind is SYMLINK and is_denied(prefix + name, True))
                 )
             ]
-            if len(kept) < len(children):
-                children = [children[index] for index in kept]
+            if len(kept) < len(names):
                 names = [names[index] for index in kept]
                 kinds = [kinds[index] for index in kept]
-        return children, names, kinds
+        return names, kinds
 
     def _ignored(self, prefix: str, names: list[str], kinds: list[str]) -> set[str]:
         """Names shown but flagged and never expanded: ``.git``, and what a
@@ -192,15 +185,16 @@ class _Listing:
 
     def _add(
         self,
+        fd: int,
         prefix: str,
-        children: list[os.DirEntry[str]],
         names: list[str],
         kinds: list[str],
         ignored: set[str],
         start: int,
         end: int,
     ) -> None:
-        """Count ``[start, end)`` of one directory's entries, and show what fits the limit."""
+        """Count ``[start, end)`` of the entries of the directory open on ``fd``, and
+        show what fits the limit."""
         room = self.cap - self.total
         if end - start > room:
             end = start + room
@@ -215,32 +209,13 @@ class _Listing:
             self.ignored += [prefix + name for name in names[start:shown] if name in ignored]
         if self.with_sizes:
             self.sizes += [
-                _size(child) if kind is FILE else None
-                for child, kind in zip(children[start:shown], kinds[start:shown], strict=True)
+                _size(fd, name) if kind is FILE else None
+                for name, kind in zip(names[start:shown], kinds[start:shown], strict=True)
             ]
 
 
-FILE, DIRECTORY, SYMLINK, OTHER = "f", "d", "l", "o"
-"""The one-letter types of a listing: a regular file, a directory, a symbolic link,
-anything else (a FIFO, a socket, a device)."""
-
-
-def _kind(entry: os.DirEntry[str]) -> str:
-    """From the entry's ``d_type``; ``follow_symlinks=False`` keeps a link a link."""
+def _size(fd: int, name: str) -> int | None:
     try:
-        if entry.is_file(follow_symlinks=False):
-            return FILE
-        if entry.is_dir(follow_symlinks=False):
-            return DIRECTORY
-        if entry.is_symlink():
-            return SYMLINK
-    except OSError:
-        pass
-    return OTHER
-
-
-def _size(entry: os.DirEntry[str]) -> int | None:
-    try:
-        return entry.stat(follow_symlinks=False).st_size
+        return os.stat(name, dir_fd=fd, follow_symlinks=False).st_size
     except OSError:
         return None  # gone since it was listed

@@ -6,7 +6,7 @@ from itertools import compress
 from typing import Any
 
 from ..hooks.decision import Risk
-from ..ops import listing as entry
+from ..ops import dir_entries as entry
 from ..ops.packed_paths import unpack_paths
 from ..result import ToolResult
 from .context import ToolContext
