@@ -82,6 +82,36 @@ def cpu_model() -> str:
     return platform.processor() or "?"
 
 
+def disk_latency(folder: Path, count: int = 31) -> str:
+    """The medians of an fsync of a new 4 KB file and of its folder here: the write
+    and patch figures hinge on them (ours makes both durable, most baselines only
+    the file), so a run on a disk slower or faster at that moment moves their ratios."""
+    folder.mkdir(parents=True, exist_ok=True)
+    files, folders = [], []
+    descriptor = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for index in range(count):
+            path = folder / f"probe-{index}"
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            try:
+                os.write(fd, b"x" * 4096)
+                began = time.perf_counter()
+                os.fsync(fd)
+                files.append(time.perf_counter() - began)
+            finally:
+                os.close(fd)
+            os.replace(path, folder / "probe")
+            began = time.perf_counter()
+            os.fsync(descriptor)
+            folders.append(time.perf_counter() - began)
+    finally:
+        os.close(descriptor)
+    return (
+        f"fsync of a new 4 KB file {statistics.median(files) * 1e3:.3f} ms, "
+        f"of its folder {statistics.median(folders) * 1e3:.3f} ms"
+    )
+
+
 def header(workdir: Path, args: argparse.Namespace) -> list[str]:
     usable = len(os.sched_getaffinity(0))
     return [
@@ -94,9 +124,10 @@ def header(workdir: Path, args: argparse.Namespace) -> list[str]:
         f"load {os.getloadavg()[0]:.2f}",
         f"# software: Python {platform.python_version()}; {run_output('git', '--version')}; "
         f"node {run_output('node', '--version')}; file system: {mount_type(workdir)}",
+        f"# disk at the start: {disk_latency(workdir / 'disk-probe')}",
         f"# method: per figure {args.rounds} rounds after 1 warm-up, ours and the baseline in "
         "alternating turns (who goes first alternates); a turn is the median of its calls "
-        "(15, or 7 for 1 MB and 50 files, 3 for start-up); ratio = median of per-round "
+        "(15, or 7 for 1 MB and 50 files, 3 for start-up, 45 for MCP); ratio = median of per-round "
         f"ratios [min-max]; 'noisy' = (max-min)/median > {NOISY_SPREAD:.0%}, not claimed",
     ]
 
@@ -190,8 +221,9 @@ def main(argv: list[str] | None = None) -> int:
         head = header(workdir, args)
         print("\n".join([*head, COLUMNS]), flush=True)
         rows = asyncio.run(measure(chosen, workdir, args.rounds, 3 if args.quick else 1))
+        disk = f"# disk at the end: {disk_latency(workdir / 'disk-probe')}"
     took = f"# took {time.perf_counter() - began:.0f} s"
-    tail = [*(f"# {note}" for note in notes), *legend(chosen), took]
+    tail = [disk, *(f"# {note}" for note in notes), *legend(chosen), took]
     print("\n".join(tail))
     if args.output is not None:
         args.output.parent.mkdir(parents=True, exist_ok=True)
