@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import time
 from collections import OrderedDict
@@ -20,7 +21,7 @@ STILL_FOR = dir_entries.RACY_NS / 1e9 + 0.05
 @pytest.fixture(autouse=True)
 def nothing_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(dir_entries, "_kept", OrderedDict())
-    monkeypatch.setattr(dir_entries, "_kept_names", 0)
+    monkeypatch.setattr(dir_entries, "_kept_bytes", 0)
 
 
 @pytest.fixture
@@ -130,18 +131,69 @@ def test_the_least_recently_used_folder_is_dropped_past_the_bound(
     assert len(scans) == 4
 
 
-def test_names_kept_are_bounded_in_count(
+def test_what_is_kept_is_bounded_in_bytes(
     tmp_path: Path, scans: list[int], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(dir_entries, "MAX_NAMES", 3)
+    """Counted as Python holds the names: long or non-ASCII names weigh more."""
     small = still_folder(tmp_path / "small", ["1", "2"])
-    big = still_folder(tmp_path / "big", ["1", "2", "3", "4"])
+    big = still_folder(tmp_path / "big", ["\u20ac" * 80 + str(i) for i in range(4)])
     entries(small)
+    monkeypatch.setattr(dir_entries, "MAX_BYTES", dir_entries._kept_bytes + 100)
     entries(big)  # larger than the bound on its own: never kept
     entries(big)
     entries(small)
     assert len(scans) == 3
-    assert dir_entries._kept_names == 2
+    assert len(dir_entries._kept) == 1
+
+
+def test_a_failed_read_is_not_kept_as_an_empty_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Out of descriptors for a moment, the folder reads as empty this once only."""
+    folder = still_folder(tmp_path / "f", ["one", "two"])
+    real = os.scandir
+
+    def out_of_descriptors(fd: int) -> Iterator[os.DirEntry[str]]:
+        raise OSError(errno.EMFILE, "Too many open files")
+
+    monkeypatch.setattr(dir_entries.os, "scandir", out_of_descriptors)
+    assert entries(folder) == ([], [])
+    monkeypatch.setattr(dir_entries.os, "scandir", real)
+    assert entries(folder) == (["one", "two"], [FILE, FILE])
+
+
+def test_a_kind_that_could_not_be_told_is_not_kept(
+    tmp_path: Path, scans: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry whose lstat failed is shown as OTHER this once, then read again."""
+    folder = still_folder(tmp_path / "f", [])
+    (folder / "sub").mkdir()
+    time.sleep(STILL_FOR)
+    real = dir_entries._kind
+    monkeypatch.setattr(dir_entries, "_kind", lambda entry: None)
+    assert entries(folder) == (["sub"], [dir_entries.OTHER])
+    monkeypatch.setattr(dir_entries, "_kind", real)
+    assert entries(folder) == (["sub"], [DIRECTORY])
+    assert len(scans) == 2
+
+
+@pytest.mark.parametrize(
+    ("changed_before_read_s", "tick_ns", "kept"),
+    [
+        (0.05, 1, False),  # a fine clock, changed within RACY_NS
+        (0.2, 1, True),
+        (1.0, 10**9, False),  # whole seconds: a later change that second keeps the ctime
+        (2.5, 2 * 10**9, False),  # FAT's two seconds
+        (3.5, 10**9, True),
+        (0.5, 10**6, False),  # milliseconds: taken as coarse
+    ],
+)
+def test_a_ctime_is_trusted_only_past_its_file_systems_tick(
+    changed_before_read_s: float, tick_ns: int, kept: bool
+) -> None:
+    began = 1_800_000_000 * 10**9 + 999_000_123
+    ctime = (began - int(changed_before_read_s * 1e9)) // tick_ns * tick_ns
+    assert dir_entries._still_long_enough(ctime, began) is kept
 
 
 def test_a_folder_that_cannot_be_read_has_no_entries(tmp_path: Path) -> None:
