@@ -33,6 +33,17 @@ def nested_git_dir_without_hooks(folder: Path) -> None:
     (folder / "HEAD").write_text("ref: refs/heads/main\n")
 
 
+def project_with_a_hookless_nested_git_dir(tmp_path: Path) -> Path:
+    """A repository holding ``a/g``, a git dir with no hooks folder, and ``hk``, the
+    folder a planted ``a/g/hooks`` link will point to."""
+    root = tmp_path / "project"
+    root.mkdir()
+    subprocess.run(["git", "init", "-q", str(root)], check=True)
+    nested_git_dir_without_hooks(root / "a" / "g")
+    (root / "hk").mkdir()
+    return root
+
+
 def hide_during_the_next_after_walk(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
     """``folder`` renamed away while the next after-walk runs, and back: what a live
     session's rename loop achieves when it wins the race (1 in 25 tries by hand)."""
@@ -56,11 +67,7 @@ def hide_during_the_next_after_walk(monkeypatch: pytest.MonkeyPatch, folder: Pat
 async def test_a_hook_hidden_during_the_first_sessions_walk_is_still_quarantined(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = tmp_path / "project"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    nested_git_dir_without_hooks(root / "a" / "g")
-    (root / "hk").mkdir()
+    root = project_with_a_hookless_nested_git_dir(tmp_path)
     (root / "hk" / "pre-commit").write_text("#!/bin/sh\necho pwned\n")
     (root / "hk" / "pre-commit").chmod(0o755)
     provider = LinuxSandboxProvider(root, SandboxPolicy())
@@ -89,11 +96,7 @@ async def test_a_hook_hidden_during_the_first_sessions_walk_is_still_quarantined
 async def test_a_session_whose_after_walk_failed_is_walked_again_before_the_next_command(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    root = tmp_path / "project"
-    root.mkdir()
-    subprocess.run(["git", "init", "-q", str(root)], check=True)
-    nested_git_dir_without_hooks(root / "a" / "g")
-    (root / "hk").mkdir()
+    root = project_with_a_hookless_nested_git_dir(tmp_path)
     provider = LinuxSandboxProvider(root, SandboxPolicy())
     async with FileTools(root, provider=provider, hooks=[AutoApprovePolicy()]) as fs:
         session = await fs.exec_command("ln -s ../../hk a/g/hooks; sleep 60", yield_time_ms=500)
