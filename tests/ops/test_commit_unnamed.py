@@ -19,8 +19,10 @@ from pathlib import Path
 
 import pytest
 
+from tinyagent_fs._runtime.durable import SYNCFS_FROM
 from tinyagent_fs.changes.changeset import content_hash
 from tinyagent_fs.errors import ErrorCode, ToolError
+from tinyagent_fs.ops import commit as commit_module
 from tinyagent_fs.ops.commit import commit_changes
 
 OLD = b"old line\n" * 1000
@@ -155,3 +157,30 @@ def test_a_process_killed_while_the_journal_is_recorded_leaves_nothing_behind(
     assert done.stdout == "recording\n"  # killed inside record, not before
     assert sorted(os.listdir(folder)) == ["file.txt"]
     assert (folder / "file.txt").read_bytes() == OLD
+
+
+@pytest.mark.parametrize("files", [1, 2, SYNCFS_FROM - 1, SYNCFS_FROM])
+def test_a_few_files_without_a_journal_are_all_written_back_before_the_first_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, files: int
+) -> None:
+    """A sandboxed worker's commit (its journal kept before it was asked): from two
+    files to ``SYNCFS_FROM - 1``, each is under writeback before any is flushed, so
+    one journal commit of the file system makes them all durable; a lone file, and
+    a batch big enough for one syncfs, are staged named as before."""
+    paths = [tmp_path / f"file{index}.txt" for index in range(files)]
+    for path in paths:
+        path.write_bytes(OLD)
+    calls: list[str] = []
+    writeback, fsync = commit_module.start_writeback, os.fsync
+    monkeypatch.setattr(
+        commit_module, "start_writeback", lambda fd: (calls.append("writeback"), writeback(fd))
+    )
+    monkeypatch.setattr(os, "fsync", lambda fd: (calls.append("fsync"), fsync(fd)))
+    commit_changes("0123456789ab", [modify(path) for path in paths])
+    assert all(path.read_bytes() == NEW for path in paths)
+    assert sorted(os.listdir(tmp_path)) == sorted(path.name for path in paths)
+    if 1 < files < SYNCFS_FROM:
+        assert calls[:files] == ["writeback"] * files
+        assert calls[files:] == ["fsync"] * (files + 1)  # each file, then the folder
+    else:
+        assert "writeback" not in calls
