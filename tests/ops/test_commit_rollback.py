@@ -298,3 +298,95 @@ async def test_a_single_file_write_fails_whole_or_lands_whole_at_any_step(
         else:
             assert after == before, f"step {step} ({fault.failed_in}) left a partial change"
         assert sorted(after) == sorted(before), f"step {step} left a file behind"
+
+
+class RefusedFrom:
+    """From the ``step``-th call into the project on, the ``refused`` calls that would
+    change an entry of the project's top folder fail with ``errno_``: all of them
+    (EACCES) as when a person makes the folder read-only while a commit runs, or only
+    renames (EIO): the commit fails, and so does part of its rollback."""
+
+    WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | getattr(os, "O_TMPFILE", 0)
+
+    def __init__(self, root: Path, step: int, refused: frozenset[str], errno_: int) -> None:
+        self.root = str(root.resolve())
+        self.step = step
+        self.refused = refused
+        self.errno = errno_
+        self.calls = 0
+
+    def at_top(self, arg: object, folder_fd: object) -> bool:
+        if not isinstance(arg, (str, bytes, os.PathLike)):
+            return False
+        base = "" if folder_fd is None else f"/proc/self/fd/{folder_fd}"
+        path = os.path.join(base, os.fsdecode(arg))
+        if os.path.isdir(path) and not os.path.islink(path) and arg not in ("", "."):
+            path = path.rstrip("/")
+        return os.path.realpath(os.path.dirname(path)) == self.root
+
+    def wrap(self, name: str, real):  # type: ignore[no-untyped-def]
+        def call(*args, **kwargs):  # type: ignore[no-untyped-def]
+            folders = (kwargs.get("src_dir_fd", kwargs.get("dir_fd")), kwargs.get("dst_dir_fd"))
+            tops = [self.at_top(a, f) for a, f in zip(args[:2], folders, strict=False)]
+            refused = name in self.refused and (
+                name != "open" or (len(args) > 1 and args[1] & self.WRITE_FLAGS)
+            )
+            if any(tops):
+                self.calls += 1
+                if refused and self.calls >= self.step:
+                    raise OSError(self.errno, os.strerror(self.errno))
+            return real(*args, **kwargs)
+
+        return call
+
+
+READ_ONLY = frozenset({"open", "replace", "rename", "link", "unlink", "mkdir", "rmdir"})
+
+
+@pytest.mark.parametrize(
+    ("refused", "errno_"),
+    [(READ_ONLY, errno.EACCES), (frozenset({"replace", "rename"}), errno.EIO)],
+)
+async def test_a_folder_refusing_changes_mid_commit_leaves_no_hidden_leftover(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, refused: frozenset[str], errno_: int
+) -> None:
+    """At every step from which the folder refuses changes, the commit either applies
+    whole, or fails and puts back everything it still can (never stopping at the
+    first refusal), never drops an old file it could not put back, and names in its
+    error every entry it had to leave (``rollback_incomplete``); a whole change names
+    the backups it could not drop."""
+    incomplete = 0
+    for step in range(1, 40):
+        root = fill(tmp_path / f"step{step}", wide=False)
+        before = state(root)
+        fault = RefusedFrom(root, step, refused, errno_)
+        fs = FileTools(root, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
+        try:
+            await fs.read_file("change.txt")
+            for name in CALLS:
+                monkeypatch.setattr(os, name, fault.wrap(name, getattr(os, name)))
+            result = await fs.apply_patch(IN_PLACE_PATCH)
+        finally:
+            monkeypatch.undo()
+            await fs.close()
+        leftovers = [p.name for p in root.rglob("*") if ".tafs-" in p.name]
+        if result.ok:  # whole; a backup it could not drop is named, never left unsaid
+            assert state(root)["moved.sh"][0] == b"#!/bin/sh\necho moved\n", step
+            left = result.data.get("leftover_backups", [])
+            assert all(any(name in entry for entry in left) for name in leftovers), (step, left)
+            assert all(entry in result.text for entry in left)
+            continue
+        assert result.error is not None
+        left = result.data.get("left", [])
+        assert all(any(name in entry for entry in left) for name in leftovers), (step, left)
+        for name, (data, _) in BEFORE.items():
+            kept = [p for p in root.iterdir() if p.name.startswith(f".{name}.tafs-")]
+            assert state(root).get(name, (None,))[0] == data or any(
+                p.read_bytes() == data for p in kept
+            ), f"step {step}: the old {name} is gone"
+        if result.data.get("rollback_incomplete"):
+            incomplete += 1
+            assert "could not be undone completely" in result.text
+        else:
+            assert state(root) == before, f"step {step} left a change it did not name"
+    assert incomplete, "no step failed the rollback: the test misses what it is for"

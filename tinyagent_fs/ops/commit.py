@@ -34,6 +34,7 @@ import shutil
 import stat as stat_module
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from .._runtime.digest import DIRECTORY, MISSING
@@ -51,6 +52,8 @@ from .fan_out import run_each
 PROC_FD = "/proc/self/fd/"
 """Where descriptor paths start (``providers.pinned_paths`` hands the commit such paths)."""
 TEMP_MARK = ".tafs-"
+LEFT_SHOWN = 8
+"""Entries a failed rollback names in its message (all are in its details)."""
 COMPARE_BLOCK = 256 * 1024
 HASH_BLOCK = 1 << 20
 OVERLAP_FROM = 32
@@ -135,8 +138,8 @@ def commit_changes(
             _meanwhile(stage, lambda: _verify(checked_meanwhile))
         else:
             stage()
-    except BaseException:
-        _roll_back([], steps, created_dirs)
+    except BaseException as failure:
+        _roll_back([], steps, created_dirs, failure)
         raise
     return _applied(steps, changes, change_id, created_dirs)
 
@@ -160,8 +163,8 @@ def _applied(
                         applied.append(step)  # it failed after its rename: undo that too
                     raise
                 applied.append(step)
-    except BaseException:
-        _roll_back(applied, steps, created_dirs)
+    except BaseException as failure:
+        _roll_back(applied, steps, created_dirs, failure)
         raise
     # Every file is new now: make the renames durable, then drop the backups.
     # Neither step can undo the change any more, so a failure in them is not a
@@ -267,11 +270,8 @@ def _name_when_checked(
             step.staged = staged
         for _, fd in files:
             os.fsync(fd)
-    except BaseException:
-        for step, _ in files:
-            if step.staged is not None:
-                _remove(step.staged)
-                step.staged = None
+    except BaseException as failure:
+        _roll_back([], [step for step, _ in files], [], failure)
         raise
     finally:
         _close_all(files)
@@ -530,25 +530,81 @@ def _unlink_original(path: str) -> None:
         os.unlink(path)
 
 
-def _roll_back(applied: list[_Step], steps: list[_Step], created_dirs: list[str]) -> None:
+def _roll_back(
+    applied: list[_Step], steps: list[_Step], created_dirs: list[str], failure: BaseException
+) -> None:
+    """Undo the ``applied`` steps, last first, then remove the temp files, backups and
+    folders the commit made. Each action is tried whatever became of the others (a
+    folder made read-only meanwhile refuses some, not all), and a backup that could
+    not be put back is kept, never removed. What is left is not hidden behind
+    ``failure``: a ToolError names it, chained to ``failure``."""
+    left: list[str] = []
+
+    def tried(action: Callable[[], None], what: str) -> bool:
+        try:
+            action()
+        except OSError as exc:
+            left.append(f"{what} ({exc.strerror or exc})")
+            return False
+        return True
+
     for step in reversed(applied):
         if step.kind == "move" and step.dest is not None:
-            _remove(step.dest)
+            tried(partial(_remove, step.dest), f"{step.dest}, new")
         elif step.kind in ("create", "modify", "mkdir") and not step.backups:
-            _remove(step.path)
-        for original, backup, _ in reversed(step.backups):
-            os.replace(backup, original)
-            if os.path.lexists(backup):  # both names were one inode: rename did nothing
-                os.unlink(backup)
-        step.backups.clear()
+            tried(partial(_remove, step.path), f"{step.path}, new")
+        step.backups = [
+            backup
+            for backup in reversed(step.backups)
+            if not tried(partial(_put_back, *backup[:2]), f"{backup[1]}, the old {backup[0]}")
+        ]
+    undone = {id(step) for step in applied}
     for step in steps:
-        if step.staged is not None:
-            _remove(step.staged)
-        for _, backup, _ in step.backups:
-            _remove(backup)
+        if step.staged is not None and tried(partial(_remove, step.staged), step.staged):
+            step.staged = None
+        if id(step) not in undone:
+            step.backups = [
+                backup
+                for backup in step.backups
+                if not tried(partial(_remove, backup[1]), backup[1])
+            ]
     for directory in reversed(created_dirs):
         with contextlib.suppress(OSError):
             os.rmdir(directory)
+    if left and isinstance(failure, Exception):
+        raise ToolError(
+            _code(failure),
+            f"{_told(failure)}; the commit could not be undone completely, and "
+            f"{len(left)} entr{'y is' if len(left) == 1 else 'ies are'} left as they are: "
+            + "; ".join(left[:LEFT_SHOWN])
+            + ("; ..." if len(left) > LEFT_SHOWN else ""),
+            "check those files by hand (a file may hold its new content, its old one kept "
+            "beside it); the names with '.tafs-' are the commit's own and can be removed",
+            details={"rollback_incomplete": True, "left": left},
+        ) from failure
+
+
+def _put_back(original: str, backup: str) -> None:
+    os.replace(backup, original)
+    if os.path.lexists(backup):  # both names were one inode: rename did nothing
+        os.unlink(backup)
+
+
+def _code(failure: Exception) -> ErrorCode:
+    if isinstance(failure, ToolError):
+        return failure.code
+    return (
+        ErrorCode.PERMISSION_DENIED if isinstance(failure, PermissionError) else ErrorCode.IO_ERROR
+    )
+
+
+def _told(failure: Exception) -> str:
+    """What went wrong first, as the commit's error would have said it."""
+    if isinstance(failure, ToolError):
+        return failure.message
+    if isinstance(failure, OSError) and failure.filename:
+        return f"{failure.filename}: {failure.strerror or failure}"
+    return str(failure) or type(failure).__name__
 
 
 class _Folders:

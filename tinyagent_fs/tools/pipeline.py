@@ -30,6 +30,9 @@ from .restore import commit_payload, recover_interrupted
 from .spec import PathIntent, ToolSpec
 from .validate import validate_arguments
 
+LEFTOVERS_SHOWN = 8
+"""Backups a result names in its text (all are in its data)."""
+
 
 @dataclass
 class CallRecord:
@@ -158,7 +161,7 @@ class Pipeline:
         report = await self._commit(final)
         record.committed = True
         record.bytes_written = report.get("bytes_written", 0)
-        result = final.render(final.changeset, report)
+        result = _told_of_leftovers(final.render(final.changeset, report), report)
         result.data["change_id"] = final.changeset.change_id
         return await self.hooks.after(review.call, _told_of_changes(result, review))
 
@@ -283,6 +286,22 @@ def _refusal(review: Review) -> ToolResult | None:
     if decision.verdict is Verdict.ALTERNATIVE_RESPONSE:
         return ToolResult.success(decision.response or "", {"alternative_response": True})
     return None
+
+
+def _told_of_leftovers(result: ToolResult, report: dict[str, Any]) -> ToolResult:
+    """A change made whole whose backups of the old contents could not all be removed
+    (their folder refused) says where they are, so none is left unsaid."""
+    left = report.get("leftover_backups")
+    if not left:
+        return result
+    note = (
+        f"Note: the change is complete, but {len(left)} backup(s) of the old content could "
+        f"not be removed: {', '.join(left[:LEFTOVERS_SHOWN])}"
+        f"{', ...' if len(left) > LEFTOVERS_SHOWN else ''}. They are the toolkit's own "
+        "('.tafs-' names) and can be deleted."
+    )
+    data = {**result.data, "leftover_backups": left}
+    return ToolResult(result.ok, f"{result.text}\n{note}", data, result.error)
 
 
 def _told_of_changes(result: ToolResult, review: Review) -> ToolResult:
