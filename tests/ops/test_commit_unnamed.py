@@ -10,6 +10,7 @@ inside ``record``, fail ``record`` and the check, and kill the process inside
 
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -184,3 +185,34 @@ def test_a_few_files_without_a_journal_are_all_written_back_before_the_first_fsy
         assert calls[files:] == ["fsync"] * (files + 1)  # each file, then the folder
     else:
         assert "writeback" not in calls
+
+
+@pytest.mark.parametrize("journal", [True, False])
+def test_no_descriptor_left_to_check_while_staged_unnamed_stages_by_name_instead(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, journal: bool
+) -> None:
+    """The unnamed files hold descriptors until they are named: a check that finds
+    none free (a low RLIMIT_NOFILE) is not a failed commit. The commit closes them,
+    names nothing, and stages by name; the journal is kept once."""
+    second = folder / "second.txt"
+    second.write_bytes(OLD)
+    real, refused = commit_module._check_unchanged, []
+
+    def no_descriptor_while_unnamed(*args: object) -> object:
+        if unnamed_files_holding(NEW):
+            refused.append(args[0])
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(commit_module, "_check_unchanged", no_descriptor_while_unnamed)
+    recorded: list[str] = []
+    commit_changes(
+        "0123456789ab",
+        [modify(folder / "file.txt"), modify(second)],
+        record=(lambda: recorded.append("journal")) if journal else None,
+    )
+    assert refused, "the check never ran while the files were unnamed"
+    assert recorded == (["journal"] if journal else [])
+    assert (folder / "file.txt").read_bytes() == NEW and second.read_bytes() == NEW
+    assert sorted(os.listdir(folder)) == ["file.txt", "second.txt"]
+    assert unnamed_files_holding(NEW) == []

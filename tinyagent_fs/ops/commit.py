@@ -108,8 +108,11 @@ def commit_changes(
     if _stages_unnamed(steps, ready, record):
         unnamed = _unnamed_staging(steps)
         if unnamed is not None:
-            _name_when_checked(unnamed, pairs, record or _nothing, change_id)
-            return _applied(steps, changes, change_id, [])
+            try:
+                _name_when_checked(unnamed, pairs, record or _nothing, change_id)
+                return _applied(steps, changes, change_id, [])
+            except _NoDescriptorToCheck:
+                record = None  # it ran: staged anew, by name, with descriptors to spare
     if record is not None:
         record()
     overlap = ready is None and len(steps) >= OVERLAP_FROM
@@ -261,7 +264,12 @@ def _name_when_checked(
     the name, so that the one fsync also keeps the new link count)."""
     try:
         record()
-        _verify(pairs)
+        try:
+            _verify(pairs)
+        except OSError as exc:
+            if exc.errno in (errno.EMFILE, errno.ENFILE):  # the unnamed files hold the last
+                raise _NoDescriptorToCheck from exc
+            raise
         for step, fd in files:
             target = _target(step)
             assert target is not None
@@ -275,6 +283,11 @@ def _name_when_checked(
         raise
     finally:
         _close_all(files)
+
+
+class _NoDescriptorToCheck(Exception):
+    """The check of the planned contents found no descriptor free while the unnamed
+    files held theirs: nothing was named, and the commit stages by name instead."""
 
 
 def _nothing() -> None:
