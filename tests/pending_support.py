@@ -62,10 +62,25 @@ def lab_page(lab: JupyterProcess) -> Iterator[Any]:
         tab.set_default_timeout(60_000)
         tab.goto(lab.url("lab"))
         tab.wait_for_selector(".jp-LabShell", state="visible")
+        wait_lab_started(tab)
         show_audit_panel(tab)
         yield tab
         context.close()
         browser.close()
+
+
+def wait_lab_started(page: Any) -> None:
+    """Until JupyterLab has done starting, not only shown its shell.
+
+    The file browser restores on the first route (after the splash goes) and an
+    empty main area then gets a Launcher, which takes the focus: on a loaded
+    machine that lands seconds later, in the middle of a keyboard walk (Enter
+    and Tab went to a Launcher card instead of the Pending section). A tab in
+    the main area, the Launcher or a restored one, says that start is over."""
+    page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=60_000)
+    page.locator("#jp-main-dock-panel .lm-TabBar-tab").first.wait_for(
+        state="visible", timeout=60_000
+    )
 
 
 def agent(lab: JupyterProcess, project: Path, tool: str, args: dict, *extra: str) -> Any:
