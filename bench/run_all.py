@@ -112,7 +112,8 @@ def disk_latency(folder: Path, count: int = 31) -> str:
     )
 
 
-def header(workdir: Path, args: argparse.Namespace) -> list[str]:
+def machine_lines(workdir: Path) -> list[str]:
+    """The command, commit, date, machine, software and disk a result was made with."""
     usable = len(os.sched_getaffinity(0))
     return [
         f"# command: {shlex.join(['python', *sys.argv])}",
@@ -125,6 +126,12 @@ def header(workdir: Path, args: argparse.Namespace) -> list[str]:
         f"# software: Python {platform.python_version()}; {run_output('git', '--version')}; "
         f"node {run_output('node', '--version')}; file system: {mount_type(workdir)}",
         f"# disk at the start: {disk_latency(workdir / 'disk-probe')}",
+    ]
+
+
+def header(workdir: Path, args: argparse.Namespace) -> list[str]:
+    return [
+        *machine_lines(workdir),
         f"# method: per figure {args.rounds} rounds after 1 warm-up, ours and the baseline in "
         "alternating turns (who goes first alternates); a turn is the median of its calls "
         "(15, or 7 for 1 MB and 50 files, 3 for start-up, 45 for MCP); ratio = median of per-round "
