@@ -6,6 +6,8 @@ failure on either side leaves every file as it was and the worker in step."""
 from __future__ import annotations
 
 import asyncio
+import os
+import time
 from collections.abc import AsyncIterator
 from functools import partial
 from pathlib import Path
@@ -19,7 +21,7 @@ from tinyagent_fs.errors import ErrorCode, ToolError
 from tinyagent_fs.hooks import AutoApprovePolicy
 from tinyagent_fs.journal.undo_journal import UndoJournal
 from tinyagent_fs.providers import linux
-from tinyagent_fs.providers.linux import HELD_FROM, _CommitGoAhead
+from tinyagent_fs.providers.linux import HELD_FROM, HELD_FROM_BYTES, _CommitGoAhead
 
 from ..conftest import make_provider
 from ..sandbox_support import Sandbox, open_sandbox, require_sandbox
@@ -164,20 +166,73 @@ async def test_a_patch_whose_journal_cannot_be_written_changes_nothing(
 
 
 @require_sandbox()
-@pytest.mark.parametrize("files", [1, HELD_FROM - 1, HELD_FROM])
-async def test_only_a_commit_of_many_files_is_held(
-    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, files: int
+@pytest.mark.parametrize(
+    ("files", "size"),
+    [(1, 1), (HELD_FROM - 1, 1), (HELD_FROM, 1), (1, HELD_FROM_BYTES - 1), (1, HELD_FROM_BYTES)],
+)
+async def test_only_a_commit_of_many_files_or_many_bytes_is_held(
+    sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch, files: int, size: int
 ) -> None:
     monkeypatch.setattr(linux, "HELD_FROM", HELD_FROM)
+    new = NEW * (size // len(NEW) + 1)
+    new = new[:size] if size > 1 else NEW
     paths = [sandbox.root / f"file{index}.txt" for index in range(files)]
     for path in paths:
         path.write_bytes(OLD)
-    changes = [{**modify(sandbox)[0], "path": str(path)} for path in paths]
+    changes = [
+        {**modify(sandbox)[0], "path": str(path), "new_bytes": new, "new_hash": content_hash(new)}
+        for path in paths
+    ]
     held: list[bool] = []
     report = await sandbox.provider.commit(
         "held6", changes, lambda: held.append(sandbox.provider._lock.locked())
     )
-    assert held == [files >= HELD_FROM]  # the request already holds the worker, or not yet
+    # The request already holds the worker, or not yet.
+    assert held == [files >= HELD_FROM or size >= HELD_FROM_BYTES]
     assert report["files"] == files
-    assert all(path.read_bytes() == NEW for path in paths)
+    assert all(path.read_bytes() == new for path in paths)
+    await in_step(sandbox)
+
+
+def unnamed_files_of(pid: int, data: bytes) -> list[str]:
+    """The files process ``pid`` or its children (the worker proper runs as PID 1 of its
+    namespace, a child of the process started) hold open that have no name and hold
+    ``data``."""
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    found = []
+    for process in (pid, *children):
+        for fd in os.listdir(f"/proc/{process}/fd"):
+            try:
+                target = os.readlink(f"/proc/{process}/fd/{fd}")
+                if target.endswith(" (deleted)") and "/#" in target:
+                    with open(f"/proc/{process}/fd/{fd}", "rb") as handle:
+                        if handle.read() == data:
+                            found.append(target)
+            except OSError:
+                continue
+    return found
+
+
+@require_sandbox()
+async def test_a_held_commit_writes_its_new_content_unnamed_while_the_journal_is_recorded(
+    sandbox: Sandbox,
+) -> None:
+    """The disk writes while the journal is kept: the new bytes are in an unnamed file
+    of the worker's, and nothing in the project has changed, until the word comes."""
+    await sandbox.provider.call("ping")
+    seen: list[tuple[bytes, list[str], int]] = []
+    pid = sandbox.provider.worker_pid
+    assert pid is not None
+
+    def before() -> None:
+        deadline = time.monotonic() + 10
+        while not (unnamed := unnamed_files_of(pid, NEW)) and time.monotonic() < deadline:
+            time.sleep(0.005)  # the worker stages as the request arrives
+        target = sandbox.root / "inside.txt"
+        seen.append((target.read_bytes(), leftovers(sandbox.root), len(unnamed)))
+
+    await sandbox.provider.commit("held7", modify(sandbox), before)
+    assert seen == [(OLD, [], 1)]
+    assert (sandbox.root / "inside.txt").read_bytes() == NEW
+    assert unnamed_files_of(pid, NEW) == [] and leftovers(sandbox.root) == []
     await in_step(sandbox)

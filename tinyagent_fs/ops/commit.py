@@ -93,9 +93,11 @@ def commit_changes(
 ) -> dict[str, Any]:
     """Apply ``changes`` (dicts of FileChange fields) atomically; report bytes written.
 
-    ``ready``, when given, is asked once every planned hash is checked and before
-    anything is written: a caller that keeps the undo journal elsewhere records it
-    meanwhile, and says whether to go on (False: called off, nothing touched).
+    ``ready``, when given, is asked before any name in the project changes: a caller
+    that keeps the undo journal elsewhere records it meanwhile, and says whether to
+    go on (False: called off, nothing changed). A small commit asks it while the
+    disk writes the new contents, unnamed, and checks them after; a large one
+    checks every planned hash first.
     Without it, a large commit checks while it stages (see the module's docstring).
 
     ``record``, when given, keeps the undo journal in this process: it is called
@@ -108,23 +110,20 @@ def commit_changes(
     if _stages_unnamed(steps, ready, record):
         unnamed = _unnamed_staging(steps)
         if unnamed is not None:
+            meanwhile = (record or _nothing) if ready is None else partial(_go_ahead, ready)
             try:
-                _name_when_checked(unnamed, pairs, record or _nothing, change_id)
+                _name_when_checked(unnamed, pairs, meanwhile, change_id)
                 return _applied(steps, changes, change_id, [])
-            except _NoDescriptorToCheck:
-                record = None  # it ran: staged anew, by name, with descriptors to spare
+            except _NoDescriptorToCheck:  # it ran: staged anew, by name, with descriptors to spare
+                record = ready = None
     if record is not None:
         record()
     overlap = ready is None and len(steps) >= OVERLAP_FROM
     # Staging makes the folders it needs: a step that makes one is checked before.
     checked_meanwhile = [pair for pair in pairs if overlap and pair[0].kind != "mkdir"]
     _verify([pair for pair in pairs if not overlap or pair[0].kind == "mkdir"])
-    if ready is not None and not ready():
-        raise ToolError(
-            ErrorCode.INTERNAL_ERROR,
-            "the commit was called off before it changed anything",
-            "nothing was written",
-        )
+    if ready is not None:
+        _go_ahead(ready)
     created_dirs: list[str] = []
     try:
         flush, folders = FileFlush(), _Folders(created_dirs)
@@ -203,8 +202,9 @@ def _stages_unnamed(
     steps: list[_Step], ready: Callable[[], bool] | None, record: Callable[[], None] | None
 ) -> bool:
     """Whether to try :func:`_unnamed_staging`: for a commit of fewer than
-    ``OVERLAP_FROM`` files, not held (``ready``), that keeps its journal meanwhile
-    (``record``) or writes from two to ``SYNCFS_FROM - 1`` files.
+    ``OVERLAP_FROM`` files that keeps its journal meanwhile (``record``), is held
+    while the journal is kept elsewhere (``ready``: the disk writes meanwhile too),
+    or writes from two to ``SYNCFS_FROM - 1`` files.
 
     Files all under writeback before the first fsync are made durable by one
     journal commit of the file system, where files written and flushed one by one
@@ -213,9 +213,9 @@ def _stages_unnamed(
     1.27-1.47x, in turns). A lone file gains nothing, and from ``SYNCFS_FROM``
     files the named staging's one syncfs flushes them together already.
     """
-    if ready is not None or len(steps) >= OVERLAP_FROM:
+    if len(steps) >= OVERLAP_FROM:
         return False
-    return record is not None or 1 < len(steps) < SYNCFS_FROM
+    return ready is not None or record is not None or 1 < len(steps) < SYNCFS_FROM
 
 
 def _unnamed_staging(steps: list[_Step]) -> list[tuple[_Step, int]] | None:
@@ -288,6 +288,16 @@ def _name_when_checked(
 class _NoDescriptorToCheck(Exception):
     """The check of the planned contents found no descriptor free while the unnamed
     files held theirs: nothing was named, and the commit stages by name instead."""
+
+
+def _go_ahead(ready: Callable[[], bool]) -> None:
+    """``ready``'s word; a no calls the commit off, nothing changed."""
+    if not ready():
+        raise ToolError(
+            ErrorCode.INTERNAL_ERROR,
+            "the commit was called off before it changed anything",
+            "nothing was written",
+        )
 
 
 def _nothing() -> None:
