@@ -7,6 +7,9 @@ import asyncio
 import os
 import shutil
 import stat
+import subprocess
+import sys
+import textwrap
 import threading
 from pathlib import Path
 
@@ -322,6 +325,7 @@ def test_a_mark_that_cannot_be_written_leaves_the_entry_pending_for_recovery(
         change_id = written.data["change_id"]
         assert journal.unwritten_marks == [change_id]
         assert [entry.change_id for entry in journal.pending()] == [change_id]
+        await tools.close()  # gone, as a toolkit after a power loss: its claim goes too
         restarted = FileTools(
             project,
             provider=LocalProvider(),
@@ -336,6 +340,52 @@ def test_a_mark_that_cannot_be_written_leaves_the_entry_pending_for_recovery(
         assert undone.ok, undone.text
         assert not (project / "a.txt").exists()
         await restarted.close()
-        await tools.close()
 
     asyncio.run(write_then_recover())
+
+
+def test_a_commit_in_flight_is_not_another_toolkits_to_recover(tmp_path: Path) -> None:
+    """Two toolkits on one project share its journal. The first one to call after
+    starting recovers interrupted commits; one that another toolkit is making right
+    now is not interrupted, and putting it back would undo it under its feet. Once
+    its toolkit is gone, it is."""
+    root = tmp_path / "project"
+    committing = UndoJournal(tmp_path / "journal")
+    changeset = one_change(root, 0)
+    committing.begin(changeset)  # the files are being renamed now
+    starting = UndoJournal(tmp_path / "journal")
+    assert starting.pending() == []
+    committing.close()  # the first toolkit closed, its commit never finished
+    assert [entry.change_id for entry in starting.pending()] == [changeset.change_id]
+    assert UndoJournal(tmp_path / "journal").pending() == []  # claimed: one recovers it
+
+
+def test_the_commit_of_a_killed_process_is_recovered_at_once(tmp_path: Path) -> None:
+    """The claim is a lock the kernel drops with its process: nothing to expire."""
+    script = textwrap.dedent(
+        f"""
+        import sys, time
+        from pathlib import Path
+        from tinyagent_fs.changes.changeset import ChangeKind, ChangeSet, FileChange
+        from tinyagent_fs.journal.undo_journal import UndoJournal
+        root = Path({str(tmp_path / "project")!r})
+        change = FileChange(ChangeKind.CREATE, root / "f.txt", None, b"x\\n")
+        changeset = ChangeSet("write_file", (change,), root)
+        UndoJournal(Path({str(tmp_path / "journal")!r})).begin(changeset)
+        print(changeset.change_id, flush=True)
+        time.sleep(60)
+        """
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True
+    ) as process:
+        try:
+            assert process.stdout is not None
+            change_id = process.stdout.readline().strip()
+            journal = UndoJournal(tmp_path / "journal")
+            assert journal.pending() == []
+            process.kill()
+            process.wait(timeout=10)
+            assert [entry.change_id for entry in journal.pending()] == [change_id]
+        finally:
+            process.kill()

@@ -9,6 +9,7 @@ docs/architecture.md, "The undo journal".
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
 import re
@@ -103,6 +104,9 @@ class UndoJournal:
         self._marks: list[Future[None]] = []
         """Committed marks handed to the marking thread and not yet waited for."""
         self._marks_lock = threading.Lock()
+        self._held: dict[str, int] = {}
+        """Change id -> descriptor holding the entry's manifest locked (``flock``): this
+        toolkit is committing it or recovering it, so no other recovers it meanwhile."""
         self.unwritten_marks: list[str] = []
         """Change ids whose committed mark could not be written (left pending)."""
 
@@ -116,6 +120,7 @@ class UndoJournal:
             manifest = self._record(stem, changeset, created)
         except BaseException:
             self._remove_entries({stem})
+            self._release(change_id)
             raise
         self._unfinished[change_id] = (stem, manifest)
 
@@ -126,13 +131,25 @@ class UndoJournal:
         with self._marks_lock:
             self._marks.append(_marking.submit(self._mark_committed, change_id, unfinished))
 
+    def close(self) -> None:
+        """Settle, then let go of every entry's lock: a closed toolkit commits nothing
+        more, and an entry it left pending is another's to recover."""
+        self.settle()
+        for change_id in list(self._held):
+            self._release(change_id)
+
     def settle(self) -> None:
         """Return once every committed mark handed over so far is written (or has
-        failed, leaving its entry pending: see ``unwritten_marks``)."""
+        failed, leaving its entry pending: see ``unwritten_marks``), this journal's
+        and those of every other toolkit of the process: the one marking thread takes
+        them in turn, so a job behind them ends after all of them. Another toolkit's
+        change just reported then reads as committed here, not as in flight."""
         with self._marks_lock:
             marks, self._marks = self._marks, []
         for mark in marks:
             mark.result()
+        with contextlib.suppress(RuntimeError):  # no thread may start: no mark is queued
+            _marking.submit(_nothing).result()
 
     def _mark_committed(
         self, change_id: str, unfinished: tuple[str, dict[str, Any]] | None
@@ -149,6 +166,8 @@ class UndoJournal:
                 RuntimeWarning,
                 stacklevel=1,
             )
+        finally:
+            self._release(change_id)  # the commit is over, marked or left for recovery
 
     def _write_mark(self, change_id: str, unfinished: tuple[str, dict[str, Any]] | None) -> None:
         stem, manifest = unfinished if unfinished is not None else self._find(change_id)
@@ -179,6 +198,7 @@ class UndoJournal:
         stem = unfinished[0] if unfinished else self._find(check_change_id(change_id), False)[0]
         if stem is not None:
             self._remove_entries({stem})
+        self._release(change_id)
 
     def mark_undone(self, change_id: str, undone_by: str) -> None:
         self.settle()
@@ -214,21 +234,47 @@ class UndoJournal:
         self.settle()
         entries = []
         for found in self._manifest_names():
-            if not found["pending"]:
-                continue
+            change_id = found["change_id"]
+            if not found["pending"] or not self._claim(found.string, change_id):
+                continue  # committed, or being committed (or recovered) by a live toolkit
             try:
-                manifest = self._read_manifest(found.string, found["change_id"])
+                manifest = self._read_manifest(found.string, change_id)
                 if manifest is None:
+                    self._release(change_id)
                     continue
                 if manifest["status"] != "pending":  # finished, then killed before the rename
                     os.rename(
                         self.directory / found.string, self.directory / f"{found['stem']}.json"
                     )
+                    self._release(change_id)
                     continue
                 entries.append(self._entry(manifest))
             except (ForgedEntry, OSError):
+                self._release(change_id)
                 continue
         return entries
+
+    def _claim(self, name: str, change_id: str) -> bool:
+        """Whether this toolkit holds the entry's lock, taking it if no live toolkit does
+        (a process that dies lets go of its locks)."""
+        if change_id in self._held:
+            return True
+        try:
+            fd = os.open(self.directory / name, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return False
+        self._held[change_id] = fd
+        return True
+
+    def _release(self, change_id: str) -> None:
+        fd = self._held.pop(change_id, None)
+        if fd is not None:
+            os.close(fd)
 
     def _record(self, stem: str, changeset: ChangeSet, created: int) -> dict[str, Any]:
         """Store the old contents and the pending manifest; flush them unless the change
@@ -268,13 +314,30 @@ class UndoJournal:
             "kept_bytes": sum(len(data) for data in kept if data is not None),
             "undone_by": None,
         }
-        write_new_file(
-            self.directory / f"{stem}{PENDING}.json", self._signer.signed(manifest), flush
+        self._write_locked(
+            changeset.change_id,
+            self.directory / f"{stem}{PENDING}.json",
+            self._signer.signed(manifest),
+            flush,
         )
         if flush is not None:
             flush.flush()
             sync_directories([str(self.directory)])
         return manifest
+
+    def _write_locked(
+        self, change_id: str, path: Path, data: bytes, flush: FileFlush | None
+    ) -> None:
+        """Create the pending manifest and lock it before it holds anything: a recovery
+        by another toolkit meanwhile finds it locked (or, for an instant, empty and so
+        not an entry), never a live commit to put back. The lock is held until the
+        entry is finished or abandoned."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        self._held[change_id] = fd
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        write_all(fd, data)
+        if flush is not None:
+            flush.written(fd, str(path))
 
     def _check_outside(self, root: Path) -> None:
         """Refuse to keep history inside the project: what is under the root, file tools
@@ -459,3 +522,7 @@ def _overwrite(path: Path, data: bytes) -> None:
         write_all(fd, data)
     finally:
         os.close(fd)
+
+
+def _nothing() -> None:
+    """A job for the marking thread that only says it got this far."""

@@ -97,7 +97,7 @@ class FileTools:
 
     async def close(self) -> None:
         if self.journal is not None:
-            self.journal.settle()
+            self.journal.close()
         await self.provider.close()
 
     async def __aenter__(self) -> FileTools:
