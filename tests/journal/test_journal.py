@@ -24,6 +24,9 @@ from tinyagent_fs.journal.trust import ForgedEntry, ManifestSigner
 from tinyagent_fs.journal.undo_journal import ENTRY_NAME, KEEP_ENTRIES, PRUNE_SLACK, UndoJournal
 from tinyagent_fs.providers import LocalProvider
 
+from ..conftest import make_provider
+from ..sandbox_support import require_sandbox
+
 
 def local_tools(project: Path) -> FileTools:
     return FileTools(project, provider=LocalProvider(), hooks=[AutoApprovePolicy()], audit=False)
@@ -389,3 +392,43 @@ def test_the_commit_of_a_killed_process_is_recovered_at_once(tmp_path: Path) -> 
             assert [entry.change_id for entry in journal.pending()] == [change_id]
         finally:
             process.kill()
+
+
+ROUNDS = 80
+
+
+@require_sandbox()
+async def test_toolkits_starting_beside_a_committing_one_leave_its_commits_alone(
+    tmp_path: Path,
+) -> None:
+    """The way a person has it: a notebook agent writes large files through the
+    sandbox while other agents (an MCP server, a script) start on the same project
+    and recover. Before entries were claimed, a starting toolkit removed the live
+    commit's temp file as a leftover (IO_ERROR)."""
+    root = tmp_path / "project"
+    root.mkdir()
+    (root / "x.txt").write_text("x\n")
+    writing = FileTools(
+        root, provider=make_provider("linux", root), hooks=[AutoApprovePolicy()], audit=False
+    )
+
+    async def write() -> str:
+        for index in range(ROUNDS):
+            text = f"version {index}\n" * 40_000
+            result = await writing.write_file("a.txt", text)
+            assert result.ok, result.text
+        return text
+
+    async def start_others() -> None:
+        for _ in range(ROUNDS):
+            other = local_tools(root)
+            assert (await other.read_file("x.txt")).ok  # its first call recovers
+            await other.close()
+            await asyncio.sleep(0.001)
+
+    try:
+        last, _ = await asyncio.gather(write(), start_others())
+        assert (root / "a.txt").read_text() == last
+        assert not [path.name for path in root.iterdir() if ".tafs-" in path.name]
+    finally:
+        await writing.close()
