@@ -432,3 +432,49 @@ async def test_toolkits_starting_beside_a_committing_one_leave_its_commits_alone
         assert not [path.name for path in root.iterdir() if ".tafs-" in path.name]
     finally:
         await writing.close()
+
+
+def test_a_reported_change_is_never_half_undone_after_a_kill(tmp_path: Path) -> None:
+    """Committed marks are written behind the calls. A 2-file patch, then a write of
+    one of its files, both reported, then the process killed while the marking thread
+    is slow (a slow journal disk): the next toolkit keeps both changes. Before a change
+    waited for the marks of its toolkit's earlier ones, the patch was left pending
+    under the write, was not found landed whole, and was half put back."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "f.txt").write_text("f-old\n")
+    (project / "g.txt").write_text("g-old\n")
+    script = textwrap.dedent(
+        f"""
+        import asyncio, os, time
+        from pathlib import Path
+        from tinyagent_fs import FileTools
+        from tinyagent_fs.hooks import AutoApprovePolicy
+        from tinyagent_fs.providers import LocalProvider
+        import tinyagent_fs.journal.undo_journal as journal_module
+
+        async def main():
+            fs = FileTools(Path({str(project)!r}), provider=LocalProvider(),
+                           hooks=[AutoApprovePolicy()], audit=False)
+            await fs.read_file("f.txt")
+            journal_module._marking.submit(time.sleep, 1)  # the marking thread is slow
+            patch = ("--- a/f.txt\\n+++ b/f.txt\\n@@ -1 +1 @@\\n-f-old\\n+f-c1\\n"
+                     "--- a/g.txt\\n+++ b/g.txt\\n@@ -1 +1 @@\\n-g-old\\n+g-c1\\n")
+            assert (await fs.apply_patch(patch)).ok
+            assert (await fs.write_file("g.txt", "g-c2\\n")).ok
+            os.kill(os.getpid(), 9)
+
+        asyncio.run(main())
+        """
+    )
+    killed = subprocess.run([sys.executable, "-c", script], capture_output=True, timeout=60)
+    assert killed.returncode == -9, killed.stderr
+
+    async def restart() -> None:
+        restarted = local_tools(project)
+        assert (await restarted.read_file("f.txt")).ok  # the first call recovers
+        await restarted.close()
+
+    asyncio.run(restart())
+    assert (project / "f.txt").read_text() == "f-c1\n"
+    assert (project / "g.txt").read_text() == "g-c2\n"

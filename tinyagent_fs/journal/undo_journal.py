@@ -111,7 +111,14 @@ class UndoJournal:
         """Change ids whose committed mark could not be written (left pending)."""
 
     def begin(self, changeset: ChangeSet) -> None:
-        """Keep the old bytes of every file before the commit touches any of them."""
+        """Keep the old bytes of every file before the commit touches any of them.
+
+        The committed marks of this journal's earlier changes are waited for first
+        (each is written behind its call, usually long before the next one): a
+        process killed later then leaves at most its newest change unmarked, whose
+        files no later change of its own has touched, so recovery finds it landed
+        whole and keeps it, never half undoing a change it reported."""
+        self._marks_written()
         change_id = check_change_id(changeset.change_id)
         self._check_outside(changeset.root)
         created = time.time_ns()
@@ -144,12 +151,16 @@ class UndoJournal:
         and those of every other toolkit of the process: the one marking thread takes
         them in turn, so a job behind them ends after all of them. Another toolkit's
         change just reported then reads as committed here, not as in flight."""
+        self._marks_written()
+        with contextlib.suppress(RuntimeError):  # no thread may start: no mark is queued
+            _marking.submit(_nothing).result()
+
+    def _marks_written(self) -> None:
+        """Return once this journal's committed marks handed over so far are written."""
         with self._marks_lock:
             marks, self._marks = self._marks, []
         for mark in marks:
             mark.result()
-        with contextlib.suppress(RuntimeError):  # no thread may start: no mark is queued
-            _marking.submit(_nothing).result()
 
     def _mark_committed(
         self, change_id: str, unfinished: tuple[str, dict[str, Any]] | None
