@@ -143,10 +143,13 @@ def results(lab: JupyterProcess, name: str, timeout: float = 30) -> list[dict[st
     """The tool results the agent got, once its last call has returned."""
     path = lab.root / "results" / f"{name}.json"
     deadline = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < deadline, f"the agent never finished: {audit(lab, name)}"
-        time.sleep(0.05)
-    return json.loads(path.read_text())
+    while True:
+        try:  # the kernel writes the file in place: it can be there and still empty
+            found: list[dict[str, Any]] = json.loads(path.read_text())
+            return found
+        except (FileNotFoundError, json.JSONDecodeError):
+            assert time.monotonic() < deadline, f"the agent never finished: {audit(lab, name)}"
+            time.sleep(0.05)
 
 
 @pytest.mark.parametrize("mode", MODES)
