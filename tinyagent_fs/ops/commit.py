@@ -53,7 +53,8 @@ PROC_FD = "/proc/self/fd/"
 """Where descriptor paths start (``providers.pinned_paths`` hands the commit such paths)."""
 TEMP_MARK = ".tafs-"
 LEFT_SHOWN = 8
-"""Entries a failed rollback names in its message (all are in its details)."""
+"""The most entries a message names, of a failed rollback's leftovers or of the backups
+a commit could not drop (all are in its details or data)."""
 COMPARE_BLOCK = 256 * 1024
 HASH_BLOCK = 1 << 20
 OVERLAP_FROM = 32

@@ -15,6 +15,7 @@ from ..errors import ErrorCode, ToolError
 from ..hooks.decision import Decision, Risk, ToolCall, Verdict
 from ..hooks.runner import HookRunner, Review
 from ..journal.undo_journal import UndoJournal
+from ..ops.commit import LEFT_SHOWN
 from ..result import ToolResult
 from .call_record import (
     DENIAL_HINT,
@@ -29,9 +30,6 @@ from .plan import Plan
 from .restore import commit_payload, recover_interrupted
 from .spec import PathIntent, ToolSpec
 from .validate import validate_arguments
-
-LEFTOVERS_SHOWN = 8
-"""Backups a result names in its text (all are in its data)."""
 
 
 @dataclass
@@ -296,8 +294,8 @@ def _told_of_leftovers(result: ToolResult, report: dict[str, Any]) -> ToolResult
         return result
     note = (
         f"Note: the change is complete, but {len(left)} backup(s) of the old content could "
-        f"not be removed: {', '.join(left[:LEFTOVERS_SHOWN])}"
-        f"{', ...' if len(left) > LEFTOVERS_SHOWN else ''}. They are the toolkit's own "
+        f"not be removed: {', '.join(left[:LEFT_SHOWN])}"
+        f"{', ...' if len(left) > LEFT_SHOWN else ''}. They are the toolkit's own "
         "('.tafs-' names) and can be deleted."
     )
     data = {**result.data, "leftover_backups": left}
